@@ -1,0 +1,38 @@
+# Threadline — two commands on a fresh clone: `make up` and `make test` (Python >= 3.11, nothing else).
+
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	&& echo $$p && break; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install up test test-full migrate bench lint clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required (set PYTHON=/path/to/python3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+up: $(STAMP)
+	$(BIN)/threadline up $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The load and chaos tests at full size (`make test` runs their short versions).
+test-full: $(STAMP)
+	THREADLINE_FULL=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+migrate: $(STAMP)
+	$(BIN)/threadline migrate
+
+bench: $(STAMP)
+	$(BIN)/threadline bench $(ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

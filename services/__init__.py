@@ -1,0 +1,1 @@
+"""The Threadline services, one package each, plus the operator CLI."""

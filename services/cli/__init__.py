@@ -1,0 +1,1 @@
+"""The `threadline` command line: run the system, operate it, review from a terminal."""

@@ -1,0 +1,116 @@
+"""`threadline demo load`: a demo case and a demo company thesis, loaded idempotently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.cli.operations import OPERATOR, command, create_case
+from shared.contracts import AddSourceFile, AddThesisClaim, CompanyRef, CreateCompany, RecordSources
+from shared.errors import AlreadyExists
+from shared.settings import Settings
+from shared.subjects import Command
+
+DEMO_CASE_ID = "demo-heat-pumps"
+DEMO_TICKER = "DEMO"
+
+DEMO_SOURCES: list[dict[str, Any]] = [
+    {
+        "id": "demo-field-trial-2023",
+        "publisher": "Example Energy Agency (demo data)",
+        "title": "Field trial of air-source heat pumps in 120 cold-climate homes",
+        "url": "https://example.org/demo/heat-pump-field-trial-2023",
+        "publicationDate": "2023-10-02",
+        "snapshotDate": "2026-11-01",
+        "type": "official",
+        "authority": "Government agency report with measured household energy data (demo record).",
+        "evidenceText": (
+            "Across 120 homes with winter design temperatures below -15 C, measured seasonal performance "
+            "factors averaged 2.6. Compared with the gas boilers they replaced, the heat pumps reduced "
+            "heating-related CO2 emissions by 41% on the 2023 grid mix."
+        ),
+        "provenanceNote": "Demo record shipped with Threadline; not a real publication.",
+        "transcriptions": [
+            {
+                "label": "Figure 3: seasonal performance factor by outdoor temperature",
+                "text": "SPF 3.1 above 0 C; 2.4 between -10 C and 0 C; 1.8 below -20 C.",
+            }
+        ],
+    },
+    {
+        "id": "demo-grid-outlook",
+        "publisher": "Example Grid Operator (demo data)",
+        "title": "Winter grid carbon intensity outlook",
+        "url": "https://example.org/demo/grid-outlook",
+        "publicationDate": "living",
+        "snapshotDate": "2026-11-01",
+        "type": "primary",
+        "authority": "The operator's own published carbon-intensity series (demo record).",
+        "evidenceText": "Average winter carbon intensity fell from 410 g/kWh in 2019 to 260 g/kWh in 2025.",
+        "provenanceNote": "Demo record shipped with Threadline; not a real publication.",
+    },
+]
+
+DEMO_THESIS = [
+    {"text": "Demand for residential heat pumps grows faster than 15% a year through 2028.",
+     "label": "INFERRED", "section": "Demand"},
+    {"text": "Installed base margins exceed 30% once service contracts are included.",
+     "label": "UNVERIFIED", "section": "Margins"},
+    {"text": "The company holds the largest installer network in the northern region.",
+     "label": "CONFIRMED", "section": "Moat", "sourceUrl": "https://example.org/demo/installer-census"},
+]
+
+
+async def ensure_demo_case(settings: Settings) -> None:
+    try:
+        await create_case(
+            settings,
+            DEMO_CASE_ID,
+            "Heat pumps in cold climates (demo)",
+            "Do residential heat pumps cut household heating emissions in cold climates?",
+        )
+    except AlreadyExists:
+        pass
+
+
+async def load_demo(settings: Settings, agent_name: str = "agent") -> dict[str, Any]:
+    await ensure_demo_case(settings)
+    try:
+        await command(
+            settings,
+            Command.RECORD_SOURCES,
+            RecordSources(actor=OPERATOR, case_id=DEMO_CASE_ID, sources=DEMO_SOURCES),
+        )
+    except AlreadyExists:
+        pass
+    try:
+        company = await command(settings, Command.CREATE_COMPANY,
+                                CreateCompany(actor=OPERATOR, ticker=DEMO_TICKER, name="Demo Heat Systems plc"))
+        company_id = company["companyId"]
+    except AlreadyExists as exists:
+        company_id = exists.details["companyId"]
+    current = await command(settings, Command.GET_COMPANY, CompanyRef(actor=OPERATOR, company_id=company_id))
+    if not current["sourceFiles"]:
+        await command(
+            settings,
+            Command.ADD_SOURCE_FILE,
+            AddSourceFile(
+                actor=OPERATOR,
+                company_id=company_id,
+                title="Q3 2026 trading update (demo)",
+                url="https://example.org/demo/q3-2026-trading-update",
+                text=(
+                    "Order intake for residential heat pumps rose 22% year on year. Service-contract attach "
+                    "rate reached 48%. Gross margin on installed base including service was 27%."
+                ),
+            ),
+        )
+    known = {claim["text"] for claim in current["claims"]}
+    for claim in DEMO_THESIS:
+        if claim["text"] not in known:
+            await command(settings, Command.ADD_THESIS_CLAIM,
+                          AddThesisClaim(actor=OPERATOR, company_id=company_id, **_snake(claim)))
+    return {"caseId": DEMO_CASE_ID, "companyId": company_id, "ticker": DEMO_TICKER}
+
+
+def _snake(claim: dict[str, Any]) -> dict[str, Any]:
+    return {("source_url" if key == "sourceUrl" else key): value for key, value in claim.items()}

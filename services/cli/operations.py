@@ -1,0 +1,53 @@
+"""Operator commands that act on the system directly: tokens, cases, first-start credentials."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.gateway.auth import TokenStore
+from shared.contracts import Actor, CreateCase
+from shared.db.session import Database
+from shared.messaging import ServiceClient, create_broker
+from shared.settings import Settings
+from shared.subjects import Command, Subjects
+
+OPERATOR = Actor(name="operator", role="admin")
+
+
+async def issue_token(settings: Settings, *, role: str, name: str, case_id: str | None,
+                      created_by: str = "operator") -> dict[str, Any]:
+    db = Database.from_url(settings.resolved_database_url(), pool_size=1, application_name="threadline-cli")
+    try:
+        return await TokenStore(db).issue(role=role, name=name, created_by=created_by, case_id=case_id)
+    finally:
+        await db.dispose()
+
+
+async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str, str]:
+    from services.cli.demo import DEMO_CASE_ID, ensure_demo_case
+
+    if demo:
+        await ensure_demo_case(settings)
+    admin = await issue_token(settings, role="admin", name="admin", case_id=None, created_by="threadline up")
+    reviewer = await issue_token(settings, role="reviewer", name="reviewer", case_id=None,
+                                 created_by="threadline up")
+    agent = await issue_token(settings, role="agent", name="agent", case_id=DEMO_CASE_ID if demo else None,
+                              created_by="threadline up")
+    return {"admin": admin["token"], "reviewer": reviewer["token"], "agent": agent["token"], "agentName": "agent"}
+
+
+async def command(settings: Settings, name: Command, message: Any, timeout: float | None = None) -> Any:
+    """Send one command to the running services over NATS."""
+    broker = create_broker(settings.resolved_nats_url(), name="threadline-cli")
+    await broker.connect()
+    try:
+        client = ServiceClient(broker, Subjects(settings.nats_prefix), timeout or settings.request_timeout)
+        return await client.call(name, message)
+    finally:
+        await broker.stop()
+
+
+async def create_case(settings: Settings, case_id: str, title: str, question: str) -> Any:
+    return await command(
+        settings, Command.CREATE_CASE, CreateCase(actor=OPERATOR, case_id=case_id, title=title, question=question)
+    )

@@ -1,0 +1,248 @@
+"""`threadline up`: the whole system in the foreground, on one machine.
+
+Starts embedded NATS and PostgreSQL unless URLs are configured, migrates, starts every service as
+its own process, waits until each answers, prints where everything is, and on SIGINT/SIGTERM stops
+the children and the embedded servers in order. A child that dies is restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent, environment_for_children
+from shared.bootstrap import prepare
+from shared.logging import get_logger
+from shared.messaging import ServiceClient, create_broker
+from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings
+from shared.subjects import BACKEND_SERVICES, Service, Subjects
+
+log = get_logger(__name__)
+
+START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
+STOP_GRACE_SECONDS = 12.0
+
+
+@dataclass
+class Child:
+    service: Service
+    process: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, data_dir: Path, demo: bool) -> None:
+        self.settings = settings
+        self.data_dir = data_dir.resolve()
+        self.demo = demo
+        self.nats = EmbeddedNats(self.data_dir / "nats")
+        self.postgres = EmbeddedPostgres(self.data_dir / "postgres")
+        self.children: dict[Service, Child] = {s: Child(s) for s in START_ORDER}
+        self.stopping = asyncio.Event()
+        self.env: dict[str, str] = {}
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stopping.set)
+        started = time.monotonic()
+        try:
+            await self._start(started)
+            await self._watch()
+            return 0
+        finally:
+            await self._stop()
+
+    async def _start(self, started: float) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        nats_url = self.settings.nats_url or await self.nats.start()
+        database_url = self.settings.database_url or await self.postgres.start()
+        http_url = f"http://{self.settings.http_host}:{self.settings.http_port}"
+        settings = self.settings.model_copy(
+            update={"nats_url": nats_url, "database_url": database_url, "data_dir": self.data_dir}
+        )
+        self.settings = settings
+        await prepare(settings)
+        secret = settings.resolved_secret().decode()
+        self.env = environment_for_children(
+            {
+                "THREADLINE_NATS_URL": nats_url,
+                "THREADLINE_DATABASE_URL": database_url,
+                "THREADLINE_DATA_DIR": str(self.data_dir),
+                "THREADLINE_SECRET": secret,
+                "THREADLINE_HTTP_HOST": settings.http_host,
+                "THREADLINE_HTTP_PORT": str(settings.http_port),
+                "THREADLINE_NATS_PREFIX": settings.nats_prefix,
+            }
+        )
+        self._write_runtime({"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url,
+                             "pid": os.getpid()})
+        for service in START_ORDER:
+            await self._spawn(self.children[service])
+        await self._wait_ready(http_url)
+        credentials, first_start = await self._credentials()
+        if self.demo:
+            from services.cli.demo import load_demo
+
+            await load_demo(settings, agent_name=credentials.get("agentName", "agent"))
+        self._announce(http_url, nats_url, database_url, credentials, first_start, time.monotonic() - started)
+
+    async def _spawn(self, child: Child) -> None:
+        log_dir = self.data_dir / "logs"
+        log_dir.mkdir(exist_ok=True)
+        log_file = open(log_dir / f"{child.service.value}.log", "ab")  # noqa: SIM115 - owned by the child
+        child.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "services.cli.main", "serve", child.service.value,
+            env=self.env,
+            stdout=log_file,
+            stderr=log_file,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        log_file.close()
+
+    async def _wait_ready(self, http_url: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        broker = create_broker(self.settings.resolved_nats_url(), name="threadline-up")
+        await broker.connect()
+        client = ServiceClient(broker, Subjects(self.settings.nats_prefix), 2.0)
+        try:
+            waiting = set(BACKEND_SERVICES)
+            while waiting:
+                self._check_children()
+                for service in list(waiting):
+                    try:
+                        await client.ping(service, timeout=0.5)
+                        waiting.discard(service)
+                    except Exception:  # noqa: BLE001 - not up yet
+                        pass
+                if waiting:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"services did not answer: {', '.join(sorted(waiting))}; see "
+                                           f"{self.data_dir / 'logs'}")
+                    await asyncio.sleep(0.1)
+        finally:
+            await broker.stop()
+        async with httpx2.AsyncClient(timeout=2.0) as http:
+            while True:
+                self._check_children()
+                try:
+                    if (await http.get(f"{http_url}/readyz")).status_code == 200:
+                        return
+                except httpx2.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the gateway did not become ready; see {self.data_dir / 'logs'}")
+                await asyncio.sleep(0.1)
+
+    def _check_children(self) -> None:
+        for child in self.children.values():
+            if child.process is not None and child.process.returncode is not None:
+                raise RuntimeError(
+                    f"{child.service.value} exited with code {child.process.returncode} while starting; see "
+                    f"{self.data_dir / 'logs' / (child.service.value + '.log')}"
+                )
+
+    async def _credentials(self) -> tuple[dict[str, str], bool]:
+        path = self.data_dir / CREDENTIALS_FILE
+        if path.exists():
+            return json.loads(path.read_text()), False
+        from services.cli.operations import issue_first_credentials
+
+        credentials = await issue_first_credentials(self.settings, demo=self.demo)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(credentials, out, indent=2)
+        return credentials, True
+
+    def _announce(self, http_url: str, nats_url: str, database_url: str, credentials: dict[str, str],
+                  first_start: bool, elapsed: float) -> None:
+        lines = [
+            "",
+            f"Threadline is up ({elapsed:.1f}s). Ctrl-C stops everything.",
+            f"  MCP (Streamable HTTP)  {http_url}/mcp",
+            f"  Review UI              {http_url}/ui",
+            f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
+            f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
+            f"  NATS                   {nats_url}   events stream {self.settings.stream_name}",
+            f"  PostgreSQL             {database_url}",
+            f"  Data dir               {self.data_dir}   (logs in {self.data_dir / 'logs'})",
+        ]
+        credentials_path = self.data_dir / CREDENTIALS_FILE
+        if first_start:
+            lines += [
+                "",
+                f"First start: bearer tokens (also in {credentials_path}, mode 0600; shown once):",
+                f"  admin     {credentials['admin']}",
+                f"  reviewer  {credentials['reviewer']}",
+                f"  agent     {credentials['agent']}",
+            ]
+        else:
+            lines += ["", f"Bearer tokens: {credentials_path}"]
+        print("\n".join(lines), flush=True)
+
+    async def _watch(self) -> None:
+        """Until asked to stop: restart any child that dies, with a growing pause."""
+        while not self.stopping.is_set():
+            for child in self.children.values():
+                if child.process is not None and child.process.returncode is not None:
+                    child.restarts += 1
+                    delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
+                    log.warning("service_died", service=child.service.value, code=child.process.returncode,
+                                restart_in=delay)
+                    print(f"{child.service.value} exited (code {child.process.returncode}); restarting in "
+                          f"{delay:.1f}s", file=sys.stderr, flush=True)
+                    try:
+                        await asyncio.wait_for(self.stopping.wait(), timeout=delay)
+                        return
+                    except TimeoutError:
+                        await self._spawn(child)
+            try:
+                await asyncio.wait_for(self.stopping.wait(), timeout=0.5)
+            except TimeoutError:
+                pass
+
+    async def _stop(self) -> None:
+        print("Stopping Threadline…", flush=True)
+        # The edge first (no new work), then the services, then the servers they need.
+        await self._stop_children([self.children[Service.GATEWAY]])
+        await self._stop_children([self.children[s] for s in BACKEND_SERVICES])
+        await self.nats.stop()
+        await self.postgres.stop()
+        (self.data_dir / RUNTIME_FILE).unlink(missing_ok=True)
+        print("Stopped.", flush=True)
+
+    async def _stop_children(self, children: list[Child]) -> None:
+        running = [c.process for c in children if c.process is not None and c.process.returncode is None]
+        for process in running:
+            process.send_signal(signal.SIGTERM)
+        if not running:
+            return
+        done, pending = await asyncio.wait([asyncio.create_task(p.wait()) for p in running],
+                                           timeout=STOP_GRACE_SECONDS)
+        for process in running:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+    def _write_runtime(self, runtime: dict[str, Any]) -> None:
+        path = self.data_dir / RUNTIME_FILE
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # URLs may carry a password
+        with os.fdopen(fd, "w") as out:
+            json.dump(runtime, out, indent=2)
+        tmp.replace(path)
+
+
+async def up(settings: Settings, data_dir: Path, demo: bool) -> int:
+    return await Supervisor(settings, data_dir, demo).run()

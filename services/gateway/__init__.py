@@ -1,0 +1,1 @@
+"""The gateway: the only network edge (MCP, reviewers' HTTP API, web UI, operator endpoints)."""

@@ -1,0 +1,259 @@
+"""The gateway process: `threadline serve gateway` (HTTP) or `threadline serve gateway --stdio`."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib.metadata import version as package_version
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from faststream.nats import NatsBroker
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from sqlalchemy import text
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.gateway import http_api, metrics
+from services.gateway.auth import Principal, TokenStore
+from services.gateway.errors import http_error
+from services.gateway.mcp_server import CORRELATION_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, build_server, principal_from_http
+from shared.db.session import Database
+from shared.errors import InvalidArgument, ThreadlineError, Unauthenticated
+from shared.logging import bound, configure_logging, get_logger
+from shared.messaging import ServiceClient, create_broker, field_path, new_correlation_id, new_traceparent
+from shared.settings import Settings
+from shared.subjects import Subjects
+
+log = get_logger(__name__)
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+def _version() -> str:
+    try:
+        return package_version("threadline")
+    except Exception:  # noqa: BLE001
+        return "0"
+
+
+@dataclass
+class Gateway:
+    settings: Settings
+    db: Database
+    broker: NatsBroker
+    client: ServiceClient
+    tokens: TokenStore
+
+    @classmethod
+    def connect(cls, settings: Settings) -> Gateway:
+        db = Database.from_url(
+            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway"
+        )
+        broker = create_broker(settings.resolved_nats_url(), name="threadline-gateway")
+        client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
+        return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds))
+
+    async def start(self) -> None:
+        await self.broker.start()
+
+    async def stop(self) -> None:
+        await self.broker.stop()
+        await self.db.dispose()
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """DNS-rebinding protection: loopback names always, plus THREADLINE_ALLOWED_HOSTS (host:port, `*` port)."""
+    extra = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    if "*" in extra:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    loopback = settings.http_host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not extra:
+        # Bound to a routable address without an allow-list (a container): every call still needs a token.
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = LOOPBACK_HOSTS + extra
+    origins = [f"http://{h}" for h in hosts] + [f"https://{h}" for h in extra]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+class CorrelationMiddleware:
+    """Gives every HTTP request a correlation id and trace parent, echoed in X-Correlation-Id."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        correlation_id = headers.get("x-correlation-id") or new_correlation_id()
+        scope.setdefault("state", {})
+        scope["state"]["correlation_id"] = correlation_id
+        scope["state"]["traceparent"] = headers.get("traceparent") or new_traceparent()
+        scope[CORRELATION_SCOPE_KEY] = correlation_id
+        status = {"code": 500}
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-correlation-id", correlation_id.encode())]
+            await send(message)
+
+        with bound(correlation_id=correlation_id):
+            await self.app(scope, receive, send_with_id)
+        route = scope.get("route")
+        metrics.observe_http(scope["method"], getattr(route, "path", scope["path"].split("/")[1]), status["code"])
+
+
+class McpEndpoint:
+    """ASGI app at /mcp: authenticates the bearer token, then hands over to the MCP transport."""
+
+    def __init__(self, tokens_of: Any, manager_of: Any) -> None:
+        self.tokens_of = tokens_of
+        self.manager_of = manager_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            principal: Principal = await self.tokens_of(scope).authenticate(headers.get("authorization"))
+        except ThreadlineError as error:
+            await http_error(error, scope.get(CORRELATION_SCOPE_KEY))(scope, receive, send)
+            return
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        await self.manager_of(scope).handle_request(scope, receive, send)
+
+
+def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
+    gateway = gateway or Gateway.connect(settings)
+
+    async def resolve(ctx: Any) -> Principal:
+        return principal_from_http(ctx)
+
+    mcp_server = build_server(gateway.client, resolve, _version())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        manager = StreamableHTTPSessionManager(
+            app=mcp_server, stateless=True, json_response=True, security_settings=transport_security(settings)
+        )
+        app.state.mcp_manager = manager
+        await gateway.start()
+        async with manager.run():
+            log.info("gateway_started", host=settings.http_host, port=settings.http_port)
+            yield
+        await gateway.stop()
+
+    app = FastAPI(
+        title="Threadline API",
+        version=_version(),
+        description="Reviewers' and operators' API of Threadline: cases, proposals, decisions, theses.",
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    app.include_router(http_api.router)
+
+    @app.exception_handler(ThreadlineError)
+    async def on_error(request: Request, error: ThreadlineError) -> Response:
+        return http_error(error, request.state.correlation_id)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, error: RequestValidationError) -> Response:
+        first = error.errors()[0]
+        where = field_path([p for p in first["loc"] if p not in ("path", "query")])
+        return http_error(
+            InvalidArgument(f"{where}: {first['msg']}", field=where,
+                            hint="see the request schema in /api/v1/openapi.json"),
+            request.state.correlation_id,
+        )
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, error: Exception) -> Response:
+        log.error("request_failed", exc_info=error)
+        return JSONResponse(
+            {"error": {"code": "internal", "message": "the gateway failed to handle the request; it has been logged"}},
+            status_code=500,
+        )
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> Response:
+        checks = {"nats": False, "postgres": False}
+        try:
+            checks["nats"] = bool(gateway.broker._connection and gateway.broker._connection.is_connected)  # noqa: SLF001
+        except Exception:  # noqa: BLE001
+            checks["nats"] = False
+        try:
+            async with gateway.db.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+            checks["postgres"] = True
+        except Exception:  # noqa: BLE001
+            checks["postgres"] = False
+        ready = all(checks.values())
+        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    # A route, not a mount: a mount would redirect /mcp to /mcp/.
+    app.router.routes.append(
+        Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
+    )
+    app.add_middleware(CorrelationMiddleware)
+    return app
+
+
+async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:
+    configure_logging("gateway", settings.log_level, settings.log_format)
+    if stdio:
+        await serve_stdio(settings, token)
+        return
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.http_host,
+        port=settings.http_port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
+    await uvicorn.Server(config).serve()
+
+
+async def serve_stdio(settings: Settings, token: str | None) -> None:
+    """MCP over stdin/stdout for a local agent host; the agent token comes from THREADLINE_TOKEN."""
+    from mcp.server.stdio import stdio_server
+
+    if not token:
+        raise Unauthenticated("stdio needs an agent token", hint="set THREADLINE_TOKEN or pass --token")
+    gateway = Gateway.connect(settings)
+    principal = await gateway.tokens.authenticate(f"Bearer {token}")
+
+    async def resolve(ctx: Any) -> Principal:
+        return principal
+
+    server = build_server(gateway.client, resolve, _version())
+    await gateway.start()
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await gateway.stop()
+    print("threadline gateway (stdio) stopped", file=sys.stderr)

@@ -1,0 +1,167 @@
+"""Bearer tokens: issued once, stored as SHA-256 digests, revocable; roles decide what a caller may do."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from shared.contracts import Actor
+from shared.db.session import Database
+from shared.db.tables import agents, api_tokens, cases
+from shared.errors import Forbidden, InvalidArgument, NotFound, Unauthenticated
+
+ROLES = ("agent", "reviewer", "admin")
+TOKEN_PREFIX = "tl_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    token_id: str
+    name: str
+    role: str
+
+    def actor(self) -> Actor:
+        return Actor(name=self.name, role=self.role, token_id=self.token_id)
+
+
+def digest(token: str) -> bytes:
+    # Tokens carry 256 random bits, so a fast digest is enough: nothing to brute-force.
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_token(role: str) -> str:
+    return f"{TOKEN_PREFIX}{role[0]}_{secrets.token_urlsafe(32)}"
+
+
+def bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def require_role(principal: Principal, *roles: str) -> None:
+    if principal.role not in roles:
+        raise Forbidden(
+            f"a {principal.role} token cannot do this; it needs a {' or '.join(roles)} token",
+            hint="ask an admin for a token with the right role",
+        )
+
+
+class TokenStore:
+    """Issues, revokes and checks tokens (the gateway's own table), with a short lookup cache."""
+
+    def __init__(self, db: Database, cache_seconds: float = 2.0) -> None:
+        self.db = db
+        self.cache_seconds = cache_seconds
+        self._cache: dict[bytes, tuple[float, Principal | None]] = {}
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        token = bearer(authorization)
+        if token is None:
+            raise Unauthenticated(
+                "missing bearer token", hint="send the header 'Authorization: Bearer <token>'"
+            )
+        key = digest(token)
+        now = time.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < self.cache_seconds:
+            principal = cached[1]
+        else:
+            async with self.db.engine.connect() as connection:
+                row = (
+                    await connection.execute(
+                        select(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.role).where(
+                            api_tokens.c.token_hash == key, api_tokens.c.revoked_at.is_(None)
+                        )
+                    )
+                ).first()
+            principal = Principal(row.token_id, row.name, row.role) if row else None
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key] = (now, principal)
+        if principal is None:
+            raise Unauthenticated("the bearer token is not valid (unknown or revoked)",
+                                  hint="use a current token; an admin can issue a new one")
+        return principal
+
+    async def issue(self, *, role: str, name: str, created_by: str, case_id: str | None = None) -> dict[str, Any]:
+        if role not in ROLES:
+            raise InvalidArgument(f"unknown role {role!r}", field="role", hint=f"use one of: {', '.join(ROLES)}")
+        if not name or len(name) > 100:
+            raise InvalidArgument("name must be 1–100 characters", field="name", hint="name the agent or person")
+        if case_id is not None and role != "agent":
+            raise InvalidArgument("only agent tokens have an active case", field="caseId",
+                                  hint="omit caseId for reviewer and admin tokens")
+        token = new_token(role)
+        token_id = str(uuid.uuid4())
+        async with self.db.transaction() as connection:
+            if case_id is not None:
+                await _assign(connection, name, case_id)
+            await connection.execute(
+                insert(api_tokens).values(
+                    token_id=token_id, name=name, role=role, token_hash=digest(token), created_by=created_by
+                )
+            )
+        return {"token": token, "tokenId": token_id, "role": role, "name": name, "caseId": case_id}
+
+    async def revoke(self, token_id: str) -> dict[str, Any]:
+        try:
+            token_id = str(uuid.UUID(token_id))
+        except ValueError:
+            raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint="list tokens first") from None
+        async with self.db.transaction() as connection:
+            row = (
+                await connection.execute(
+                    update(api_tokens)
+                    .where(api_tokens.c.token_id == token_id)
+                    .values(revoked_at=func.coalesce(api_tokens.c.revoked_at, func.now()))
+                    .returning(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.revoked_at)
+                )
+            ).first()
+        if row is None:
+            raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint="list tokens first")
+        self._cache.clear()
+        return {"tokenId": row.token_id, "name": row.name, "revokedAt": row.revoked_at.isoformat()}
+
+    async def list(self) -> list[dict[str, Any]]:
+        async with self.db.engine.connect() as connection:
+            rows = await connection.execute(
+                select(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.role, api_tokens.c.created_by,
+                       api_tokens.c.created_at, api_tokens.c.revoked_at).order_by(api_tokens.c.created_at)
+            )
+            return [
+                {
+                    "tokenId": r.token_id,
+                    "name": r.name,
+                    "role": r.role,
+                    "createdBy": r.created_by,
+                    "createdAt": r.created_at.isoformat(),
+                    "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
+                }
+                for r in rows
+            ]
+
+    async def assign(self, agent_name: str, case_id: str) -> dict[str, Any]:
+        async with self.db.transaction() as connection:
+            await _assign(connection, agent_name, case_id)
+        return {"agent": agent_name, "caseId": case_id}
+
+
+async def _assign(connection: Any, agent_name: str, case_id: str) -> None:
+    exists = (await connection.execute(select(cases.c.case_id).where(cases.c.case_id == case_id))).first()
+    if exists is None:
+        raise NotFound(f"there is no case {case_id!r}", field="caseId", hint="create the case first")
+    statement = pg_insert(agents).values(name=agent_name, assigned_case_id=case_id)
+    await connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=[agents.c.name], set_={"assigned_case_id": case_id, "updated_at": func.now()}
+        )
+    )

@@ -1,0 +1,42 @@
+"""The one map from service errors to what gateway callers see: HTTP JSON errors and MCP tool errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from starlette.responses import JSONResponse
+
+from shared.errors import HTTP_STATUS, ThreadlineError
+
+
+def http_error(error: ThreadlineError, correlation_id: str | None = None) -> JSONResponse:
+    headers = {"X-Correlation-Id": correlation_id} if correlation_id else None
+    if error.code == "unauthenticated":
+        headers = {**(headers or {}), "WWW-Authenticate": 'Bearer realm="threadline"'}
+    return JSONResponse({"error": error.to_dict()}, status_code=HTTP_STATUS.get(error.code, 500), headers=headers)
+
+
+def tool_error(error: ThreadlineError) -> types.CallToolResult:
+    """A tool error an agent can act on: the text names the code, the field and the fix."""
+    parts = [f"Error {error.code}: {error.message}"]
+    if error.field:
+        parts.append(f"Field: {error.field}")
+    if error.hint:
+        parts.append(f"Fix: {error.hint}")
+    problems = error.details.get("problems") if error.details else None
+    if problems and len(problems) > 1:
+        parts.append("All problems: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="\n".join(parts))],
+        structured_content={"error": error.to_dict()},
+        is_error=True,
+    )
+
+
+def tool_result(result: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result,
+    )

@@ -1,0 +1,257 @@
+"""The reviewers' and operators' JSON API under /api/v1 (OpenAPI at /api/v1/openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import Field, StringConstraints
+
+from services.gateway.auth import Principal, require_role
+from shared import contracts as c
+from shared.contracts import Contract, RecordedSource, Revision, Slug
+from shared.subjects import Command
+
+router = APIRouter(prefix="/api/v1")
+
+READERS = ("reviewer", "admin")
+ADMINS = ("admin",)
+
+
+def caller(*roles: str) -> Any:
+    async def authenticate(request: Request) -> Principal:
+        principal = await request.app.state.gateway.tokens.authenticate(request.headers.get("authorization"))
+        require_role(principal, *roles)
+        request.state.principal = principal
+        return principal
+
+    return Depends(authenticate)
+
+
+async def call(request: Request, command: Command, message: Contract) -> Any:
+    gateway = request.app.state.gateway
+    return await gateway.client.call(
+        command,
+        message,
+        correlation_id=request.state.correlation_id,
+        traceparent=request.state.traceparent,
+    )
+
+
+# --- request bodies ---------------------------------------------------------------------------------
+
+
+class CreateCaseBody(Contract):
+    case_id: Slug
+    title: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    question: Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+
+
+class RecordSourcesBody(Contract):
+    sources: Annotated[list[RecordedSource], Field(min_length=1, max_length=50)]
+    expected_revision: Revision | None = None
+
+
+class GuidanceBody(Contract):
+    text: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+class TokenBody(Contract):
+    role: Literal["agent", "reviewer", "admin"]
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    case_id: Slug | None = None
+
+
+class ActiveCaseBody(Contract):
+    case_id: Slug
+
+
+class DecisionBody(Contract):
+    accept: Annotated[list[str], Field(max_length=50)] = []
+    reject: Annotated[list[str], Field(max_length=50)] = []
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    expected_revision: Revision | None = None
+
+
+class CompanyBody(Contract):
+    ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class SourceFileBody(Contract):
+    title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
+    url: Annotated[str, StringConstraints(min_length=8, max_length=2000, pattern=r"^https?://")]
+    text: Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
+
+
+class ThesisClaimBody(Contract):
+    text: Annotated[str, StringConstraints(min_length=1, max_length=5000)]
+    label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
+    section: Annotated[str, StringConstraints(min_length=1, max_length=120)]
+    source_url: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class DeltaDecisionBody(Contract):
+    decision: Literal["accept", "reject"]
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+# --- cases ------------------------------------------------------------------------------------------
+
+
+@router.post("/cases", status_code=201, tags=["cases"])
+async def create_case(body: CreateCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await call(request, Command.CREATE_CASE, c.CreateCase(actor=principal.actor(), **body.model_dump()))
+
+
+@router.get("/cases", tags=["cases"])
+async def list_cases(request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.LIST_CASES, c.ListCases(actor=principal.actor()))
+
+
+@router.get("/cases/{case_id}", tags=["cases"])
+async def get_case(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.GET_CASE, c.CaseRef(actor=principal.actor(), case_id=case_id))
+
+
+@router.get("/cases/{case_id}/history", tags=["cases"])
+async def case_history(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
+
+
+@router.post("/cases/{case_id}/guidance", status_code=201, tags=["cases"])
+async def add_guidance(
+    case_id: str, body: GuidanceBody, request: Request, principal: Principal = caller(*READERS)
+) -> Any:
+    return await call(
+        request, Command.ADD_GUIDANCE, c.AddGuidance(actor=principal.actor(), case_id=case_id, text=body.text)
+    )
+
+
+@router.post("/cases/{case_id}/sources", status_code=201, tags=["cases"])
+async def record_sources(
+    case_id: str, body: RecordSourcesBody, request: Request, principal: Principal = caller(*READERS)
+) -> Any:
+    return await call(
+        request,
+        Command.RECORD_SOURCES,
+        c.RecordSources(actor=principal.actor(), case_id=case_id, sources=body.sources,
+                        expected_revision=body.expected_revision),
+    )
+
+
+@router.get("/cases/{case_id}/proposals", tags=["proposals"])
+async def list_proposals(
+    case_id: str,
+    request: Request,
+    status: Literal["pending", "accepted", "rejected", "decided", "all"] = "pending",
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    principal: Principal = caller(*READERS),
+) -> Any:
+    return await call(
+        request,
+        Command.LIST_PROPOSALS,
+        c.ListProposals(actor=principal.actor(), case_id=case_id, status=status, limit=limit),
+    )
+
+
+@router.get("/proposals/{proposal_id}", tags=["proposals"])
+async def get_proposal(proposal_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
+
+
+@router.post("/proposals/{proposal_id}/decisions", tags=["proposals"])
+async def decide(
+    proposal_id: str, body: DecisionBody, request: Request, principal: Principal = caller(*READERS)
+) -> Any:
+    return await call(
+        request, Command.DECIDE, c.Decide(actor=principal.actor(), proposal_id=proposal_id, **body.model_dump())
+    )
+
+
+# --- identities -------------------------------------------------------------------------------------
+
+
+@router.post("/tokens", status_code=201, tags=["identities"])
+async def create_token(body: TokenBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await request.app.state.gateway.tokens.issue(
+        role=body.role, name=body.name, created_by=principal.name, case_id=body.case_id
+    )
+
+
+@router.get("/tokens", tags=["identities"])
+async def list_tokens(request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return {"tokens": await request.app.state.gateway.tokens.list()}
+
+
+@router.delete("/tokens/{token_id}", tags=["identities"])
+async def revoke_token(token_id: str, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await request.app.state.gateway.tokens.revoke(token_id)
+
+
+@router.put("/agents/{name}/active-case", tags=["identities"])
+async def assign_case(name: str, body: ActiveCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await request.app.state.gateway.tokens.assign(name, body.case_id)
+
+
+# --- companies and theses ---------------------------------------------------------------------------
+
+
+@router.post("/companies", status_code=201, tags=["theses"])
+async def create_company(body: CompanyBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await call(request, Command.CREATE_COMPANY, c.CreateCompany(actor=principal.actor(), **body.model_dump()))
+
+
+@router.get("/companies/{company_id}", tags=["theses"])
+async def get_company(company_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))
+
+
+@router.post("/companies/{company_id}/source-files", status_code=201, tags=["theses"])
+async def add_source_file(
+    company_id: str, body: SourceFileBody, request: Request, principal: Principal = caller(*ADMINS)
+) -> Any:
+    return await call(
+        request,
+        Command.ADD_SOURCE_FILE,
+        c.AddSourceFile(actor=principal.actor(), company_id=company_id, **body.model_dump()),
+    )
+
+
+@router.post("/companies/{company_id}/claims", status_code=201, tags=["theses"])
+async def add_thesis_claim(
+    company_id: str, body: ThesisClaimBody, request: Request, principal: Principal = caller(*ADMINS)
+) -> Any:
+    return await call(
+        request,
+        Command.ADD_THESIS_CLAIM,
+        c.AddThesisClaim(actor=principal.actor(), company_id=company_id, **body.model_dump()),
+    )
+
+
+@router.get("/companies/{company_id}/deltas", tags=["theses"])
+async def list_deltas(
+    company_id: str,
+    request: Request,
+    status: Literal["previewed", "committed", "accepted", "rejected", "all"] = "committed",
+    principal: Principal = caller(*READERS),
+) -> Any:
+    return await call(
+        request, Command.LIST_DELTAS, c.ListDeltas(actor=principal.actor(), company_id=company_id, status=status)
+    )
+
+
+@router.get("/deltas/{operation_id}", tags=["theses"])
+async def get_delta(operation_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
+
+
+@router.post("/deltas/{operation_id}/decision", tags=["theses"])
+async def decide_delta(
+    operation_id: str, body: DeltaDecisionBody, request: Request, principal: Principal = caller(*READERS)
+) -> Any:
+    return await call(
+        request,
+        Command.DECIDE_DELTA,
+        c.DecideDelta(actor=principal.actor(), operation_id=operation_id, **body.model_dump()),
+    )

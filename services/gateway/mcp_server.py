@@ -1,0 +1,124 @@
+"""The MCP server: lists the spec's tools and turns each call into one NATS command.
+
+Arguments are validated against the tool's input schema (Draft-07, formats checked) before
+anything leaves the gateway. Every outcome, including failures, is a CallToolResult.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from services.gateway import metrics
+from services.gateway.auth import Principal
+from services.gateway.errors import tool_error, tool_result
+from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
+from shared.errors import Forbidden, InternalError, InvalidArgument, NotFound, ThreadlineError, Unauthenticated
+from shared.logging import bound, get_logger
+from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.spec import ArgumentError, validate_arguments
+
+log = get_logger(__name__)
+
+PRINCIPAL_SCOPE_KEY = "threadline.principal"
+CORRELATION_SCOPE_KEY = "threadline.correlation_id"
+
+PrincipalResolver = Callable[[Any], Awaitable[Principal]]
+
+
+def principal_from_http(ctx: Any) -> Principal:
+    request = ctx.request
+    principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
+    if principal is None:
+        raise Unauthenticated("the call carries no authenticated identity", hint="send a bearer token")
+    return principal
+
+
+def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, version: str) -> Server:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=mcp_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        correlation_id = _correlation_id(ctx)
+        started = time.perf_counter()
+        outcome = "ok"
+        with bound(correlation_id=correlation_id, tool=params.name):
+            try:
+                principal = await resolve_principal(ctx)
+                result = await _call(client, principal, params.name, params.arguments or {}, correlation_id,
+                                     _traceparent(ctx))
+                return tool_result(result)
+            except ThreadlineError as error:
+                outcome = error.code
+                log.info("tool_refused", code=error.code, field=error.field)
+                return tool_error(error)
+            except Exception as error:  # noqa: BLE001 - an agent must get a result, never a crash
+                outcome = "internal"
+                log.error("tool_failed", exc_info=error)
+                return tool_error(InternalError("the gateway failed to handle the call; it has been logged"))
+            finally:
+                metrics.observe_tool(params.name, outcome, time.perf_counter() - started)
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        tool = served_tools().get(name)
+        return tool.input_schema if tool else None
+
+    return Server(
+        "threadline",
+        version=version,
+        title="Threadline",
+        instructions=(
+            "Threadline is a research ledger. Call get_workspace first to discover your case and its "
+            "revision; stage proposals pinned to that revision; humans decide what becomes canonical. "
+            "For Prism company theses, use propose_claim_delta_from_source (preview, then commit)."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+async def _call(
+    client: ServiceClient,
+    principal: Principal,
+    name: str,
+    arguments: dict[str, Any],
+    correlation_id: str,
+    traceparent: str,
+) -> dict[str, Any]:
+    tool = served_tools().get(name)
+    if tool is None:
+        raise NotFound(f"there is no tool {name!r}", field="name", hint="call tools/list for the tools served")
+    if principal.role != "agent":
+        raise Forbidden(
+            f"MCP tools are for agent tokens; this is a {principal.role} token",
+            hint="reviewers and admins use the HTTP API (/api/v1) or the web UI (/ui)",
+        )
+    try:
+        validate_arguments(tool, arguments)
+    except ArgumentError as error:
+        raise InvalidArgument(error.message, field=error.field, hint=error.hint) from None
+    log.info("tool_call", agent=principal.name)
+    return await client.call(
+        COMMAND_OF_TOOL[name],
+        {"actor": principal.actor().dump(), "args": arguments},
+        correlation_id=correlation_id,
+        traceparent=traceparent,
+    )
+
+
+def _correlation_id(ctx: Any) -> str:
+    request = getattr(ctx, "request", None)
+    if request is not None and request.scope.get(CORRELATION_SCOPE_KEY):
+        return request.scope[CORRELATION_SCOPE_KEY]
+    return new_correlation_id()
+
+
+def _traceparent(ctx: Any) -> str:
+    request = getattr(ctx, "request", None)
+    header = request.headers.get("traceparent") if request is not None else None
+    return header or new_traceparent()

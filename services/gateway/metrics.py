@@ -1,0 +1,25 @@
+"""Prometheus metrics of the gateway (served at /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+
+TOOL_CALLS = Counter("threadline_tool_calls_total", "MCP tool calls", ["tool", "outcome"])
+TOOL_SECONDS = Histogram(
+    "threadline_tool_call_seconds", "MCP tool call latency", ["tool"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+HTTP_REQUESTS = Counter("threadline_http_requests_total", "HTTP API requests", ["method", "route", "status"])
+
+
+def observe_tool(tool: str, outcome: str, seconds: float) -> None:
+    TOOL_CALLS.labels(tool=tool, outcome=outcome).inc()
+    TOOL_SECONDS.labels(tool=tool).observe(seconds)
+
+
+def observe_http(method: str, route: str, status: int) -> None:
+    HTTP_REQUESTS.labels(method=method, route=route, status=str(status)).inc()
+
+
+def exposition() -> tuple[bytes, str]:
+    return generate_latest(), CONTENT_TYPE_LATEST

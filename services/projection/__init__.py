@@ -1,0 +1,1 @@
+"""The projection service: agents' read views (workspace, sources, company context) and focus."""

@@ -1,0 +1,15 @@
+"""The projection service process: `threadline serve projection`."""
+
+from __future__ import annotations
+
+from services.projection.handlers import build_router
+from shared.service import run_service
+from shared.settings import Settings
+from shared.subjects import Service
+
+SERVICE = Service.PROJECTION
+BACKGROUND: list = []
+
+
+async def main(settings: Settings) -> None:
+    await run_service(SERVICE, settings, build_router, background=BACKGROUND)

@@ -1,0 +1,309 @@
+"""Projection use cases: the agents' read views and the presentation focus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.projection import domain, repository
+from shared import outbox
+from shared.contracts import GetWorkspaceArgs, InspectSourcesArgs, SetFocusArgs, ToolRequest
+from shared.errors import InvalidArgument, NoActiveCase, NotFound, WrongCase
+from shared.events import EventType, FocusChanged, case_event
+from shared.service import Meta, ServiceContext
+
+PAGED = ("unresolved", "guidance")
+
+
+async def get_workspace(ctx: ServiceContext, request: ToolRequest[GetWorkspaceArgs], meta: Meta) -> dict[str, Any]:
+    scope = request.args.scope or "summary"
+    if request.args.cursor is not None and scope not in PAGED:
+        raise InvalidArgument(
+            f"cursor pages only the unresolved and guidance sections, not {scope!r}",
+            field="cursor",
+            hint="omit cursor, or use it with scope=unresolved or scope=guidance",
+        )
+    agent = request.actor.name
+    async with ctx.db.transaction() as connection:
+        case_id = await _active_case(ctx, connection, agent)
+        case = await repository.case_row(connection, case_id)
+        await repository.record_discovery(connection, agent, case_id, case.revision)
+    async with ctx.db.read() as connection:
+        case = await repository.case_row(connection, case_id)
+        focus = await repository.focus_of(connection, case_id)
+        snapshot = await repository.snapshot(connection, case_id, case.revision)
+        view: dict[str, Any] = {
+            "caseId": case_id,
+            "workspaceRevision": case.revision,
+            "scope": scope,
+            "focus": focus,
+        }
+        if scope in ("summary", "all"):
+            view.update(await _summary(connection, case, focus, snapshot))
+        if scope in ("claims", "all"):
+            view["claims"] = _claims(snapshot, focus)
+        if scope in ("sources", "all"):
+            view["sources"] = await _sources(connection, case_id)
+        if scope in ("proposals", "all"):
+            view["proposals"] = await _proposals(connection, case_id, agent)
+        if scope in ("unresolved", "all"):
+            view["unresolved"] = domain.page(domain.unresolved(snapshot), request.args.cursor)
+        if scope in ("guidance", "all"):
+            view["guidance"] = domain.page(await _guidance(connection, case_id, snapshot), request.args.cursor)
+    if scope != "summary":
+        view["title"] = case.title
+        view["question"] = case.question
+    return view
+
+
+async def _active_case(ctx: ServiceContext, connection: Any, agent: str) -> str:
+    """The agent's assigned case, else the deployment's default, else the only case there is."""
+    case_id = await repository.assigned_case(connection, agent)
+    case_id = case_id or ctx.settings.default_case or await repository.only_case(connection)
+    if case_id is None or await repository.case_row(connection, case_id) is None:
+        raise NoActiveCase(
+            f"no case is assigned to agent {agent!r}",
+            hint=f"ask an operator to assign one (PUT /api/v1/agents/{agent}/active-case or "
+            "`threadline token create --case`), then call get_workspace again",
+        )
+    return case_id
+
+
+async def _summary(connection: Any, case: Any, focus: str, snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
+    sources = list(snapshot.source_types.values())
+    pending = await repository.pending_by_kind(connection, case.case_id)
+    open_items = domain.unresolved(snapshot)
+    verdict = snapshot.verdict
+    non_verdict = [c for c in snapshot.claims if c.kind != "verdict"]
+    summary = {
+        "title": case.title,
+        "question": case.question,
+        "counts": {
+            "sources": {"total": len(sources), "byType": domain.counts(sources)},
+            "claims": {
+                "total": len(non_verdict),
+                "independent": domain.independent_units([c.claim_id for c in non_verdict], snapshot.groups),
+                "byKind": domain.counts(c.kind for c in non_verdict),
+                "byConfidence": domain.counts(c.confidence for c in non_verdict),
+            },
+            "relations": {
+                "total": len(snapshot.relations),
+                "byType": domain.counts(r.type for r in snapshot.relations),
+            },
+            "groups": len(snapshot.groups),
+            "pendingProposals": {"total": sum(pending.values()), "byKind": pending},
+            "unresolved": len(open_items),
+        },
+        "verdict": _verdict(snapshot, verdict, pending.get("verdict", 0)),
+        "nextSteps": domain.next_steps(
+            sources=len(sources),
+            claims=len(non_verdict),
+            relations=len(snapshot.relations),
+            has_verdict=verdict is not None,
+            pending=sum(pending.values()),
+            unresolved_count=len(open_items),
+        ),
+        "sections": "get_workspace scope=claims|sources|proposals|unresolved|guidance|all for detail",
+    }
+    return summary
+
+
+def _verdict(snapshot: domain.LedgerSnapshot, verdict: domain.ClaimView | None, pending: int) -> dict[str, Any]:
+    if verdict is None:
+        return {"state": "missing", "pendingProposals": pending}
+    bases = [r for r in snapshot.relations if r.target_claim_id == verdict.claim_id and r.verdict_basis]
+    return {
+        "state": "accepted",
+        "claimId": verdict.claim_id,
+        "text": verdict.text,
+        "confidence": verdict.confidence,
+        "sourceIds": list(verdict.source_ids),
+        "revision": verdict.revision,
+        "bases": [
+            {"relationId": r.relation_id, "claimId": r.source_claim_id, "type": r.type} for r in bases
+        ],
+        "pendingProposals": pending,
+    }
+
+
+def _claims(snapshot: domain.LedgerSnapshot, focus: str) -> dict[str, Any]:
+    ordered = domain.focus_order(snapshot, focus)
+    listed, omitted = domain.capped(ordered, domain.CLAIMS_CAP)
+    support = domain.support(snapshot)
+    groups_of: dict[str, list[str]] = {}
+    for group_id, members in snapshot.groups.items():
+        for member in members:
+            groups_of.setdefault(member, []).append(group_id)
+    open_by_claim: dict[str, list[str]] = {}
+    for item in domain.unresolved(snapshot):
+        if "claimId" in item:
+            open_by_claim.setdefault(item["claimId"], []).append(item["type"])
+    return {
+        "total": len(ordered),
+        "omitted": omitted,
+        "items": [
+            {
+                "claimId": c.claim_id,
+                "text": c.text,
+                "kind": c.kind,
+                "confidence": c.confidence,
+                "lane": c.lane,
+                "order": c.order,
+                "sourceIds": list(c.source_ids),
+                "revision": c.revision,
+                "groups": sorted(groups_of.get(c.claim_id, [])),
+                "independentSupport": support.get(c.claim_id, {}).get("supports", 0),
+                "independentContradiction": support.get(c.claim_id, {}).get("contradicts", 0),
+                "unresolved": open_by_claim.get(c.claim_id, []),
+            }
+            for c in listed
+        ],
+    }
+
+
+async def _sources(connection: Any, case_id: str) -> dict[str, Any]:
+    rows = await repository.source_list(connection, case_id)
+    listed, omitted = domain.capped(rows, domain.SOURCES_CAP)
+    return {
+        "total": len(rows),
+        "omitted": omitted,
+        "note": "metadata only; read evidence text with inspect_sources",
+        "items": [
+            {
+                "sourceId": r["source_id"],
+                "publisher": r["publisher"],
+                "title": r["title"],
+                "url": r["url"],
+                "type": r["type"],
+                "publicationDate": r["publication_date"],
+                "snapshotDate": r["snapshot_date"],
+                "authority": r["authority"],
+                "revision": r["revision"],
+                "transcriptions": r["transcriptions"],
+                "derivedClaims": r["derived"],
+            }
+            for r in listed
+        ],
+    }
+
+
+async def _proposals(connection: Any, case_id: str, agent: str) -> dict[str, Any]:
+    pending = await repository.pending_proposals(connection, case_id)
+    listed, omitted = domain.capped(pending, domain.PROPOSALS_CAP)
+    mine = await repository.agent_recent_proposals(connection, case_id, agent, 10)
+    items = await repository.proposal_items_status(
+        connection, list({p["proposal_id"] for p in [*listed, *mine]})
+    )
+
+    def view(p: dict[str, Any]) -> dict[str, Any]:
+        statuses = items.get(p["proposal_id"], [])
+        return {
+            "proposalId": p["proposal_id"],
+            "kind": p["kind"],
+            "agent": p["agent_name"],
+            "stagedAt": p["created_at"].isoformat(),
+            "pinnedRevision": p["pinned_revision"],
+            "items": statuses,
+        }
+
+    return {
+        "pending": {"total": len(pending), "omitted": omitted, "items": [view(p) for p in listed]},
+        "yourRecent": [view(p) for p in mine],
+    }
+
+
+async def _guidance(connection: Any, case_id: str, snapshot: domain.LedgerSnapshot) -> list[dict[str, Any]]:
+    entries = await repository.guidance(connection, case_id)
+    gaps = [
+        {"type": "gap", "gap": item["type"], "claimId": item.get("claimId"), "note": item["action"]}
+        for item in domain.unresolved(snapshot)
+    ]
+    return entries + gaps
+
+
+async def inspect_sources(
+    ctx: ServiceContext, request: ToolRequest[InspectSourcesArgs], meta: Meta
+) -> dict[str, Any]:
+    args = request.args
+    async with ctx.db.read() as connection:
+        await _check_discovered(connection, request.actor.name, args.expected_case_id)
+        found = await repository.sources_by_id(connection, args.expected_case_id, list(args.source_ids))
+        derived = await repository.derived_claims(
+            connection, args.expected_case_id, list(found), domain.DERIVED_CLAIMS_CAP
+        )
+    records = []
+    for source_id in args.source_ids:
+        source = found.get(source_id)
+        if source is None:
+            continue
+        framed = domain.frame_record(source_id, domain.record_body(source, source["transcriptions"]))
+        claims, omitted = derived.get(source_id, ([], 0))
+        records.append(
+            {
+                "sourceId": source_id,
+                "status": source["status"],
+                "trust": domain.UNTRUSTED_NOTICE,
+                "nonce": framed["nonce"],
+                "record": framed["text"],
+                "transcriptionLabels": [t["label"] for t in source["transcriptions"]],
+                "derivedClaims": claims,
+                "derivedClaimsOmitted": omitted,
+            }
+        )
+    unknown = [s for s in args.source_ids if s not in found]
+    return {
+        "caseId": args.expected_case_id,
+        "records": records,
+        "unknownSourceIds": unknown,
+        **(
+            {"unknownHint": "these ids are not canonical sources of the case; list them with "
+                            "get_workspace scope=sources"}
+            if unknown
+            else {}
+        ),
+    }
+
+
+async def _check_discovered(connection: Any, agent: str, expected_case_id: str) -> None:
+    discovered = await repository.discovered_case(connection, agent)
+    if discovered != expected_case_id:
+        raise WrongCase(
+            f"expectedCaseId {expected_case_id!r} is not the case you most recently discovered"
+            + (f" ({discovered!r})" if discovered else ""),
+            field="expectedCaseId",
+            hint="call get_workspace first and use the caseId it returns",
+        )
+
+
+async def set_focus(ctx: ServiceContext, request: ToolRequest[SetFocusArgs], meta: Meta) -> dict[str, Any]:
+    args = request.args
+    agent = request.actor.name
+    async with ctx.db.transaction() as connection:
+        await _check_discovered(connection, agent, args.expected_case_id)
+        case = await repository.case_row(connection, args.expected_case_id, share_lock=True)
+        if case is None:
+            raise NotFound(f"there is no case {args.expected_case_id!r}", field="expectedCaseId",
+                           hint="call get_workspace first")
+        previous = await repository.set_focus(connection, args.expected_case_id, args.focus, agent)
+        if previous != args.focus:
+            await outbox.append(
+                connection,
+                [
+                    case_event(
+                        ctx.subjects,
+                        EventType.FOCUS_CHANGED,
+                        FocusChanged(case_id=args.expected_case_id, previous=previous, focus=args.focus, agent=agent),
+                        case_id=args.expected_case_id,
+                        service=ctx.service.value,
+                        revision=case.revision,
+                        correlation_id=meta.correlation_id,
+                        traceparent=meta.traceparent,
+                    )
+                ],
+            )
+    return {
+        "caseId": args.expected_case_id,
+        "previousFocus": previous,
+        "focus": args.focus,
+        "workspaceRevision": case.revision,
+        "note": "presentation only: the ledger and its revision are unchanged",
+    }

@@ -1,0 +1,1 @@
+"""The review service: human decisions on proposals, applied atomically to the canonical ledger."""

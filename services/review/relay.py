@@ -1,0 +1,142 @@
+"""The outbox relay: publishes committed events to JetStream, in order per case and company.
+
+One relay leads at a time (a PostgreSQL advisory lock, released when its session ends), so any
+number of review replicas can run one. The leader is woken by LISTEN/NOTIFY and also polls. Each
+event is published with its id as `Nats-Msg-Id` and marked sent only after JetStream acknowledged
+it: a crash between the two re-publishes it, and JetStream's duplicate window drops the copy.
+Events of one aggregate (a case or a company) are published one after another, each waiting for its
+ack, so they reach the stream in outbox order; different aggregates go out concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from typing import Any
+
+import asyncpg
+import nats
+from nats.js import JetStreamContext
+
+from shared.db.session import asyncpg_dsn
+from shared.logging import get_logger
+from shared.settings import Settings
+
+log = get_logger(__name__)
+
+LEADER_LOCK = 0x7468726C6E  # "thrln": one relay leader per database
+CHANNEL = "threadline_outbox"
+MAX_PARALLEL_AGGREGATES = 64
+
+
+class OutboxRelay:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.published = 0
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Lead when possible, publish until stopped; survive database and NATS outages."""
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            try:
+                await self._lead(stop)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, nats.errors.Error) as exc:
+                log.warning("relay_connection_lost", error=str(exc))
+            if not stop.is_set():
+                await _sleep_unless(stop, self.settings.relay_poll_interval)
+
+    async def _lead(self, stop: asyncio.Event) -> None:
+        db = await asyncpg.connect(asyncpg_dsn(self.settings.resolved_database_url()))
+        nc = None
+        try:
+            while not await db.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK):
+                if await _sleep_unless(stop, self.settings.relay_poll_interval):
+                    return
+            log.info("relay_leading")
+            nc = await nats.connect(self.settings.resolved_nats_url(), name="threadline-relay",
+                                    max_reconnect_attempts=-1)
+            js = nc.jetstream(timeout=5.0)
+            wake = asyncio.Event()
+            await db.add_listener(CHANNEL, lambda *_: wake.set())
+            while not stop.is_set():
+                wake.clear()
+                sent = await self.publish_pending(db, js)
+                if sent >= self.settings.relay_batch_size:
+                    continue
+                waiter = asyncio.create_task(wake.wait())
+                stopper = asyncio.create_task(stop.wait())
+                await asyncio.wait({waiter, stopper}, timeout=self.settings.relay_poll_interval,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+        finally:
+            if nc is not None:
+                await nc.drain()
+            await db.close()
+
+    async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext) -> int:
+        """Publish one batch of unsent events; return how many were acknowledged."""
+        rows = await db.fetch(
+            "SELECT id, aggregate, subject, envelope, headers FROM outbox "
+            "WHERE published_at IS NULL ORDER BY id LIMIT $1",
+            self.settings.relay_batch_size,
+        )
+        if not rows:
+            return 0
+        chains: OrderedDict[str, list[Any]] = OrderedDict()
+        for row in rows:
+            chains.setdefault(row["aggregate"], []).append(row)
+        acked: list[tuple[int, int]] = []
+        limit = asyncio.Semaphore(MAX_PARALLEL_AGGREGATES)
+
+        async def publish_chain(chain: list[Any]) -> None:
+            async with limit:
+                for row in chain:
+                    try:
+                        ack = await js.publish(
+                            row["subject"],
+                            _body(row["envelope"]),
+                            headers=_decoded(row["headers"]),
+                        )
+                    except Exception as exc:  # noqa: BLE001 - the rest of this chain waits for the next pass
+                        log.warning("relay_publish_failed", aggregate=row["aggregate"], outbox_id=row["id"],
+                                    error=repr(exc))
+                        return
+                    acked.append((row["id"], ack.seq))
+
+        await asyncio.gather(*(publish_chain(chain) for chain in chains.values()))
+        if acked:
+            await db.execute(
+                "UPDATE outbox AS o SET published_at = now(), stream_seq = a.seq "
+                "FROM unnest($1::bigint[], $2::bigint[]) AS a(id, seq) WHERE o.id = a.id",
+                [i for i, _ in acked],
+                [s for _, s in acked],
+            )
+            self.published += len(acked)
+            log.debug("relay_published", count=len(acked))
+        return len(acked)
+
+
+def _decoded(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _body(envelope: Any) -> bytes:
+    if isinstance(envelope, str):
+        return envelope.encode()
+    return json.dumps(envelope, separators=(",", ":")).encode()
+
+
+async def _sleep_unless(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep; return True early when `stop` is set."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+        return True
+    except TimeoutError:
+        return False
+
+
+async def run_relay(ctx: Any) -> None:
+    """Background job of the review service."""
+    await OutboxRelay(ctx.settings).run()

@@ -1,0 +1,436 @@
+"""Review use cases: one function per command. Every decision is one transaction."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from services.review import domain, repository
+from services.review.repository import Provenance
+from shared import ledger, outbox
+from shared.contracts import (
+    AddGuidance,
+    CaseRef,
+    CreateCase,
+    Decide,
+    ListCases,
+    ListProposals,
+    ProposalRef,
+    RecordSources,
+)
+from shared.db.queries import ledger_facts
+from shared.db.tables import case_focus, claims, guidance_notes, merge_groups, proposals, relations, sources
+from shared.errors import AlreadyExists, InvalidArgument, NotFound
+from shared.events import (
+    CaseCreated,
+    EventType,
+    LedgerChange,
+    LedgerChanged,
+    ProposalDecided,
+    case_event,
+)
+from shared.service import Meta, ServiceContext
+
+
+def _case_not_found(case_id: str) -> NotFound:
+    return NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases with GET /api/v1/cases")
+
+
+# --- cases ------------------------------------------------------------------------------------------
+
+
+async def create_case(ctx: ServiceContext, cmd: CreateCase, meta: Meta) -> dict[str, Any]:
+    async with ctx.db.transaction() as connection:
+        created = await repository.insert_case(connection, cmd.case_id, cmd.title, cmd.question, cmd.actor.name)
+        if not created:
+            raise AlreadyExists(
+                f"a case {cmd.case_id!r} already exists", field="caseId", hint="choose another case id"
+            )
+        await outbox.append(
+            connection,
+            [
+                case_event(
+                    ctx.subjects,
+                    EventType.CASE_CREATED,
+                    CaseCreated(case_id=cmd.case_id, title=cmd.title, question=cmd.question,
+                                created_by=cmd.actor.name),
+                    case_id=cmd.case_id,
+                    service=ctx.service.value,
+                    revision=0,
+                    correlation_id=meta.correlation_id,
+                    traceparent=meta.traceparent,
+                )
+            ],
+        )
+        case = await repository.get_case(connection, cmd.case_id)
+    return _case_view(case)
+
+
+async def list_cases(ctx: ServiceContext, cmd: ListCases) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        rows = await repository.list_cases(connection)
+    return {"cases": [{**_case_view(row), "pendingProposals": row["pending_proposals"]} for row in rows]}
+
+
+async def get_case(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        case = await repository.get_case(connection, cmd.case_id)
+        if case is None:
+            raise _case_not_found(cmd.case_id)
+        focus = (
+            await connection.execute(select(case_focus.c.focus).where(case_focus.c.case_id == cmd.case_id))
+        ).scalar_one_or_none()
+        pending = await repository.list_proposals(connection, cmd.case_id, "pending", 500)
+    return {**_case_view(case), "focus": focus or "all", "pendingProposals": len(pending)}
+
+
+def _case_view(case: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "caseId": case["case_id"],
+        "title": case["title"],
+        "question": case["question"],
+        "revision": case["revision"],
+        "createdBy": case["created_by"],
+        "createdAt": case["created_at"].isoformat(),
+    }
+
+
+async def add_guidance(ctx: ServiceContext, cmd: AddGuidance) -> dict[str, Any]:
+    note_id = str(uuid.uuid4())
+    async with ctx.db.transaction() as connection:
+        if await repository.get_case(connection, cmd.case_id) is None:
+            raise _case_not_found(cmd.case_id)
+        await connection.execute(
+            insert(guidance_notes).values(note_id=note_id, case_id=cmd.case_id, author=cmd.actor.name, text=cmd.text)
+        )
+    return {"noteId": note_id, "caseId": cmd.case_id, "author": cmd.actor.name, "text": cmd.text}
+
+
+async def case_history(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        if await repository.get_case(connection, cmd.case_id) is None:
+            raise _case_not_found(cmd.case_id)
+        entries = await repository.case_history(connection, cmd.case_id, limit=200, before=None)
+        ended = []
+        for table, id_column, record in (
+            (claims, claims.c.claim_id, "claim"),
+            (sources, sources.c.source_id, "source"),
+            (relations, relations.c.relation_id, "relation"),
+            (merge_groups, merge_groups.c.group_id, "group"),
+        ):
+            rows = await connection.execute(
+                select(id_column.label("id"), table.c.status, table.c.ended_by, table.c.ended_at,
+                       table.c.ended_revision, table.c.superseded_by, table.c.revision, table.c.decided_by,
+                       table.c.decided_at)
+                .where(table.c.case_id == cmd.case_id, table.c.status != "active")
+                .order_by(table.c.ended_revision)
+            )
+            ended += [
+                {
+                    "record": record,
+                    "id": r.id,
+                    "status": r.status,
+                    "introducedInRevision": r.revision,
+                    "acceptedBy": r.decided_by,
+                    "acceptedAt": r.decided_at.isoformat(),
+                    "endedBy": r.ended_by,
+                    "endedAt": r.ended_at.isoformat() if r.ended_at else None,
+                    "endedInRevision": r.ended_revision,
+                    "supersededBy": r.superseded_by,
+                }
+                for r in rows
+            ]
+    return {
+        "caseId": cmd.case_id,
+        "changes": [
+            {
+                "revision": e["revision"],
+                "at": e["at"].isoformat(),
+                "actor": e["actor"],
+                "summary": e["summary"],
+                "decisionId": e["decision_id"],
+                "changes": e["changes"],
+            }
+            for e in entries
+        ],
+        "ended": ended,
+    }
+
+
+# --- recording sources directly ---------------------------------------------------------------------
+
+
+async def record_sources(ctx: ServiceContext, cmd: RecordSources, meta: Meta) -> dict[str, Any]:
+    payloads = [s.model_dump(mode="json", by_alias=True) for s in cmd.sources]
+    found = ledger.duplicate_ids("sources", {"sources": payloads})
+    if found:
+        raise InvalidArgument(found[0].message, field=found[0].field, hint=found[0].hint)
+    now = datetime.now(UTC)
+    async with ctx.db.transaction() as connection:
+        revision = await repository.lock_case(connection, cmd.case_id)
+        if revision is None:
+            raise _case_not_found(cmd.case_id)
+        domain.check_expected_revision(cmd.expected_revision, revision)
+        facts = await ledger_facts(connection, cmd.case_id, revision, ledger.references("sources", payloads))
+        for i, payload in enumerate(payloads):
+            problems = ledger.check_item("sources", payload, facts)
+            if problems:
+                problem = problems[0].at(f"sources[{i}]")
+                raise AlreadyExists(problem.message, field=problem.field, hint=problem.hint)
+        new_revision = await repository.bump_revision(connection, cmd.case_id)
+        provenance = Provenance(None, None, None, None, cmd.actor.name, now, new_revision)
+        await repository.install_sources(connection, cmd.case_id, payloads, provenance)
+        change = LedgerChange(sources_added=[{**p, "provenance": provenance.to_json()} for p in payloads])
+        summary = f"{cmd.actor.name} recorded {len(payloads)} source(s)"
+        await _log_change(ctx, connection, cmd.case_id, new_revision, revision, cmd.actor.name, summary, change,
+                          None, None, meta, now)
+    return {"caseId": cmd.case_id, "revision": new_revision, "recorded": [p["id"] for p in payloads]}
+
+
+async def _log_change(
+    ctx: ServiceContext,
+    connection: AsyncConnection,
+    case_id: str,
+    revision: int,
+    previous: int,
+    actor: str,
+    summary: str,
+    change: LedgerChange,
+    decision_id: str | None,
+    proposal_id: str | None,
+    meta: Meta,
+    at: datetime,
+    also: list | None = None,
+) -> None:
+    changes = change.model_dump(mode="json", by_alias=True)
+    await repository.insert_change_log(
+        connection,
+        case_id=case_id,
+        revision=revision,
+        decision_id=decision_id,
+        actor=actor,
+        summary=summary,
+        changes=changes,
+        correlation_id=meta.correlation_id,
+        at=at,
+    )
+    event = case_event(
+        ctx.subjects,
+        EventType.LEDGER_CHANGED,
+        LedgerChanged(
+            case_id=case_id,
+            revision=revision,
+            previous_revision=previous,
+            actor=actor,
+            summary=summary,
+            decision_id=decision_id,
+            proposal_id=proposal_id,
+            changes=change,
+        ),
+        case_id=case_id,
+        service=ctx.service.value,
+        revision=revision,
+        correlation_id=meta.correlation_id,
+        traceparent=meta.traceparent,
+    )
+    await outbox.append(connection, [event, *(also or [])])
+
+
+# --- proposals and decisions ------------------------------------------------------------------------
+
+
+async def list_proposals(ctx: ServiceContext, cmd: ListProposals) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        case = await repository.get_case(connection, cmd.case_id)
+        if case is None:
+            raise _case_not_found(cmd.case_id)
+        status = None if cmd.status == "all" else cmd.status
+        found = await repository.list_proposals(connection, cmd.case_id, status or "all", cmd.limit)
+    return {
+        "caseId": cmd.case_id,
+        "revision": case["revision"],
+        "status": cmd.status,
+        "proposals": [proposal_view(p) for p in found],
+    }
+
+
+async def get_proposal(ctx: ServiceContext, cmd: ProposalRef) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        proposal = await repository.get_proposal(connection, _proposal_id(cmd.proposal_id))
+        if proposal is None:
+            raise _proposal_not_found(cmd.proposal_id)
+        case = await repository.get_case(connection, proposal.case_id)
+        pending = [item.item_id for item in proposal.items if item.outcome is None]
+        facts = await ledger_facts(connection, proposal.case_id, case["revision"], domain.refs_of(proposal, pending))
+    previews = {
+        item.item_id: domain.would_change(proposal, item, facts) for item in proposal.items if item.outcome is None
+    }
+    view = proposal_view(proposal, previews=previews)
+    view["caseRevision"] = case["revision"]
+    view["caseQuestion"] = case["question"]
+    return view
+
+
+def _proposal_id(raw: str) -> str:
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise _proposal_not_found(raw) from None
+
+
+def _proposal_not_found(proposal_id: str) -> NotFound:
+    return NotFound(
+        f"there is no proposal {proposal_id!r}",
+        field="proposalId",
+        hint="list a case's proposals with GET /api/v1/cases/{caseId}/proposals",
+    )
+
+
+def proposal_view(proposal: domain.StoredProposal, previews: dict[str, Any] | None = None) -> dict[str, Any]:
+    items = []
+    for item in proposal.items:
+        entry: dict[str, Any] = {
+            "itemId": item.item_id,
+            "status": item.outcome or "pending",
+            "record": item.payload,
+        }
+        if item.outcome:
+            entry["decidedBy"] = item.decided_by
+            entry["decidedAt"] = item.decided_at.isoformat() if item.decided_at else None
+            entry["decisionId"] = item.decision_id
+        if previews and item.item_id in previews:
+            entry["wouldChange"] = previews[item.item_id]
+        items.append(entry)
+    return {
+        "proposalId": proposal.proposal_id,
+        "caseId": proposal.case_id,
+        "kind": proposal.kind,
+        "status": proposal.status,
+        "pinnedRevision": proposal.pinned_revision,
+        "provenance": {
+            "agent": proposal.agent_name,
+            "tokenName": proposal.agent_name,
+            "tokenId": proposal.token_id,
+            "stagedAt": proposal.created_at.isoformat(),
+            "pinnedRevision": proposal.pinned_revision,
+            "correlationId": proposal.correlation_id,
+        },
+        "items": items,
+    }
+
+
+async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]:
+    proposal_id = _proposal_id(cmd.proposal_id)
+    now = datetime.now(UTC)
+    async with ctx.db.transaction() as connection:
+        case_id = (
+            await connection.execute(select(proposals.c.case_id).where(proposals.c.proposal_id == proposal_id))
+        ).scalar_one_or_none()
+        if case_id is None:
+            raise _proposal_not_found(cmd.proposal_id)
+        revision = await repository.lock_case(connection, case_id)
+        domain.check_expected_revision(cmd.expected_revision, revision)
+        # Read the items only now, under the case lock, so decisions committed meanwhile are seen.
+        proposal = await repository.get_proposal(connection, proposal_id)
+        domain.check_request(proposal, cmd.accept, cmd.reject)
+        facts = await ledger_facts(connection, case_id, revision, domain.refs_of(proposal, cmd.accept))
+        plan = domain.plan(proposal, cmd.accept, cmd.reject, facts)
+        result = {
+            "proposalId": proposal_id,
+            "caseId": case_id,
+            "revision": revision,
+            "accepted": [i.item_id for i in plan.accepted],
+            "rejected": [i.item_id for i in plan.rejected],
+            "refused": plan.refused,
+        }
+        if not plan.accepted and not plan.rejected:
+            return {**result, "decisionId": None, "status": proposal.status}
+        decision_id = str(uuid.uuid4())
+        new_revision = revision
+        decided = case_event(
+            ctx.subjects,
+            EventType.PROPOSAL_DECIDED,
+            ProposalDecided(
+                case_id=case_id,
+                proposal_id=proposal_id,
+                decision_id=decision_id,
+                reviewer=cmd.actor.name,
+                accepted=result["accepted"],
+                rejected=result["rejected"],
+                refused=plan.refused,
+                note=cmd.note,
+                revision=revision + (1 if plan.accepted else 0),
+            ),
+            case_id=case_id,
+            service=ctx.service.value,
+            revision=revision + (1 if plan.accepted else 0),
+            correlation_id=meta.correlation_id,
+            traceparent=meta.traceparent,
+        )
+        await repository.insert_decision(
+            connection,
+            decision_id=decision_id,
+            proposal=proposal,
+            reviewer=cmd.actor.name,
+            note=cmd.note,
+            expected_revision=cmd.expected_revision,
+            revision_after=revision + 1 if plan.accepted else None,
+            refused=plan.refused,
+            correlation_id=meta.correlation_id,
+            decided_at=now,
+            outcomes=[(i.item_id, "accepted") for i in plan.accepted] + [(i.item_id, "rejected") for i in plan.rejected],
+        )
+        if plan.accepted:
+            new_revision = await repository.bump_revision(connection, case_id)
+            provenance = Provenance(
+                proposal_id, proposal.agent_name, proposal.created_at, decision_id, cmd.actor.name, now, new_revision
+            )
+            change = await _install(connection, proposal, plan.accepted, provenance)
+            summary = (
+                f"{cmd.actor.name} accepted {len(plan.accepted)} {proposal.kind} item(s) of proposal "
+                f"{proposal_id} staged by {proposal.agent_name}"
+            )
+            await _log_change(ctx, connection, case_id, new_revision, revision, cmd.actor.name, summary, change,
+                              decision_id, proposal_id, meta, now, also=[decided])
+        else:
+            await outbox.append(connection, [decided])
+        updated = await repository.get_proposal(connection, proposal_id)
+    return {**result, "revision": new_revision, "decisionId": decision_id, "status": updated.status}
+
+
+async def _install(
+    connection: AsyncConnection,
+    proposal: domain.StoredProposal,
+    accepted: list[domain.StoredItem],
+    provenance: Provenance,
+) -> LedgerChange:
+    """Write the accepted items as canonical records; return what changed, for the change log and event."""
+    case_id = proposal.case_id
+    payloads = [item.payload for item in accepted]
+    stamped = [{**p, "provenance": provenance.to_json()} for p in payloads]
+    if proposal.kind == "sources":
+        await repository.install_sources(connection, case_id, payloads, provenance)
+        return LedgerChange(sources_added=stamped)
+    if proposal.kind == "claims":
+        await repository.install_claims(connection, case_id, payloads, provenance)
+        return LedgerChange(claims_added=stamped)
+    if proposal.kind == "relations":
+        await repository.install_relations(connection, case_id, payloads, provenance)
+        return LedgerChange(relations_added=stamped)
+    if proposal.kind == "merge":
+        await repository.install_groups(connection, case_id, payloads, provenance)
+        return LedgerChange(groups_added=stamped)
+    patch = payloads[0]
+    verdict = patch["claim"]
+    previous = await repository.supersede_verdict(connection, case_id, verdict["id"], provenance)
+    await repository.install_claims(connection, case_id, [verdict], provenance)
+    await repository.install_relations(connection, case_id, patch["relations"], provenance, verdict_id=verdict["id"])
+    return LedgerChange(
+        claims_added=[{**verdict, "bases": ledger.verdict_bases(patch), "provenance": provenance.to_json()}],
+        relations_added=[{**r, "provenance": provenance.to_json()} for r in patch["relations"]],
+        superseded=[{"record": "claim", "id": previous, "supersededBy": verdict["id"]}] if previous else [],
+    )

@@ -1,0 +1,15 @@
+"""The staging service process: `threadline serve staging`."""
+
+from __future__ import annotations
+
+from services.staging.handlers import build_router
+from shared.service import run_service
+from shared.settings import Settings
+from shared.subjects import Service
+
+SERVICE = Service.STAGING
+BACKGROUND: list = []
+
+
+async def main(settings: Settings) -> None:
+    await run_service(SERVICE, settings, build_router, background=BACKGROUND)

@@ -1,0 +1,1 @@
+"""The thesis-delta service: Prism claim-delta previews and commits, and their human review."""

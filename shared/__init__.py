@@ -1,0 +1,1 @@
+"""Code every Threadline service shares: settings, logging, message contracts, subjects, tables."""

@@ -1,0 +1,32 @@
+"""Brings a deployment's shared infrastructure up to date: database schema and JetStream stream."""
+
+from __future__ import annotations
+
+import nats
+
+from shared.db import migrate
+from shared.db.session import Database
+from shared.settings import Settings
+from shared.streams import provision
+
+
+async def migrate_database(database_url: str) -> None:
+    db = Database.from_url(database_url, pool_size=1, application_name="threadline-migrate")
+    try:
+        await migrate.upgrade(db.engine)
+    finally:
+        await db.dispose()
+
+
+async def provision_streams(settings: Settings) -> None:
+    connection = await nats.connect(settings.resolved_nats_url(), name="threadline-provision")
+    try:
+        await provision(connection.jetstream(), settings)
+    finally:
+        await connection.drain()
+
+
+async def prepare(settings: Settings) -> None:
+    """`threadline migrate`: apply migrations, then create or update the stream and its consumers."""
+    await migrate_database(settings.resolved_database_url())
+    await provision_streams(settings)

@@ -1,0 +1,276 @@
+"""Message contracts between the gateway and the services: what each NATS command carries.
+
+Tool arguments mirror the spec schemas in `shared/spec/` (the gateway validates against those first);
+these models give the services typed, frozen values and refuse anything the schema would not allow.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=r"^[a-z][a-z0-9-]*$")]
+Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
+Role = Literal["agent", "reviewer", "admin"]
+SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
+ClaimKind = Literal["observation", "interpretation", "prediction"]
+Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]
+RelationType = Literal["supports", "contradicts", "qualifies", "amplifies"]
+Focus = Literal["unresolved", "primary_evidence", "all"]
+Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guidance", "all"]
+ProposalKind = Literal["sources", "claims", "relations", "merge", "verdict"]
+
+
+def _text(max_length: int, min_length: int = 1) -> Any:
+    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length)]
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Actor(Contract):
+    """Who is calling, as the gateway authenticated them."""
+
+    name: str
+    role: Role
+    token_id: str | None = None
+
+
+# --- Threadline tool arguments (mirror shared/spec/threadline-tools.json) --------------------------
+
+
+class SourceItem(Contract):
+    id: Slug
+    publisher: _text(100)
+    title: _text(180)
+    url: Annotated[str, StringConstraints(min_length=8, max_length=2048, pattern=r"^https?://")]
+    publication_date: Annotated[
+        str, StringConstraints(min_length=6, max_length=10, pattern=r"^(living|unknown|\d{4}-\d{2}-\d{2})$")
+    ]
+    snapshot_date: Annotated[str, StringConstraints(min_length=10, max_length=10, pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    type: SourceType
+    authority: _text(240)
+    evidence_text: _text(4000)
+    provenance_note: _text(500)
+
+
+class Transcription(Contract):
+    label: _text(120)
+    text: _text(8000)
+
+
+class RecordedSource(SourceItem):
+    """A source a reviewer records directly, optionally with labeled screenshot transcriptions."""
+
+    transcriptions: Annotated[list[Transcription], Field(max_length=20)] = []
+
+
+class ClaimItem(Contract):
+    id: Slug
+    text: _text(240)
+    kind: ClaimKind
+    confidence: Confidence
+    source_ids: Annotated[list[Slug], Field(min_length=1, max_length=9)]
+    transformation_note: _text(320)
+    proposal_rationale: _text(320)
+
+
+class RelationItem(Contract):
+    id: Slug
+    source_claim_id: Slug
+    target_claim_id: Slug
+    type: RelationType
+    rationale: _text(320)
+
+
+class MergeGroupItem(Contract):
+    group_id: Slug
+    label: _text(80)
+    member_claim_ids: Annotated[list[Slug], Field(min_length=2, max_length=5)]
+    confidence: Literal["high", "low"]
+    rationale: _text(320)
+
+
+class VerdictClaim(Contract):
+    id: Slug
+    text: _text(240)
+    kind: Literal["verdict"]
+    confidence: Confidence
+    source_ids: Annotated[list[Slug], Field(min_length=1, max_length=9)]
+    transformation_note: _text(320)
+    lane: Literal["verdict"]
+    order: Literal[1]
+
+
+class VerdictRelation(RelationItem):
+    type: Literal["supports", "contradicts", "qualifies"]
+
+
+class Pinned(Contract):
+    expected_case_id: Slug
+    expected_revision: Revision
+
+
+class StageSourcesArgs(Pinned):
+    sources: Annotated[list[SourceItem], Field(min_length=1, max_length=4)]
+
+
+class StageClaimsArgs(Pinned):
+    claims: Annotated[list[ClaimItem], Field(min_length=1, max_length=4)]
+
+
+class StageRelationsArgs(Pinned):
+    relations: Annotated[list[RelationItem], Field(min_length=1, max_length=6)]
+
+
+class StageMergeArgs(Pinned):
+    groups: Annotated[list[MergeGroupItem], Field(min_length=1, max_length=2)]
+
+
+class StageVerdictArgs(Pinned):
+    claim: VerdictClaim
+    relations: Annotated[list[VerdictRelation], Field(min_length=1, max_length=6)]
+
+
+class GetWorkspaceArgs(Contract):
+    scope: Scope | None = None
+    cursor: Annotated[int, Field(ge=1, le=96)] | None = None
+
+
+class InspectSourcesArgs(Contract):
+    expected_case_id: Slug
+    source_ids: Annotated[list[Slug], Field(min_length=1, max_length=9)]
+
+
+class SetFocusArgs(Contract):
+    expected_case_id: Slug
+    focus: Focus
+
+
+class GetCompanyContextArgs(Contract):
+    company_id: str | None = None
+    ticker: str | None = None
+
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class ToolRequest(Contract, Generic[A]):
+    """An agent's tool call, after the gateway validated it against the spec schema."""
+
+    actor: Actor
+    args: A
+
+
+class ProposeClaimDeltaRequest(Contract):
+    """The Prism tool's arguments travel as the validated JSON object (two schema branches)."""
+
+    actor: Actor
+    args: dict[str, Any]
+
+
+# --- reviewer and operator commands -----------------------------------------------------------------
+
+
+class CreateCase(Contract):
+    actor: Actor
+    case_id: Slug
+    title: _text(200)
+    question: _text(1000)
+
+
+class ListCases(Contract):
+    actor: Actor
+
+
+class CaseRef(Contract):
+    actor: Actor
+    case_id: Slug
+
+
+class AddGuidance(Contract):
+    actor: Actor
+    case_id: Slug
+    text: _text(2000)
+
+
+class RecordSources(Contract):
+    actor: Actor
+    case_id: Slug
+    sources: Annotated[list[RecordedSource], Field(min_length=1, max_length=50)]
+    expected_revision: Revision | None = None
+
+
+class ListProposals(Contract):
+    actor: Actor
+    case_id: Slug
+    status: Literal["pending", "accepted", "rejected", "decided", "all"] = "pending"
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+
+
+class ProposalRef(Contract):
+    actor: Actor
+    proposal_id: str
+
+
+class Decide(Contract):
+    actor: Actor
+    proposal_id: str
+    accept: Annotated[list[str], Field(max_length=50)] = []
+    reject: Annotated[list[str], Field(max_length=50)] = []
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    expected_revision: Revision | None = None
+
+
+class CreateCompany(Contract):
+    actor: Actor
+    ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
+    name: _text(200)
+
+
+class CompanyRef(Contract):
+    actor: Actor
+    company_id: str
+
+
+class AddSourceFile(Contract):
+    actor: Actor
+    company_id: str
+    title: _text(300)
+    url: Annotated[str, StringConstraints(min_length=8, max_length=2000, pattern=r"^https?://")]
+    text: _text(200_000)
+
+
+class AddThesisClaim(Contract):
+    actor: Actor
+    company_id: str
+    text: _text(5000)
+    label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
+    section: _text(120)
+    source_url: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class ListDeltas(Contract):
+    actor: Actor
+    company_id: str
+    status: Literal["previewed", "committed", "accepted", "rejected", "all"] = "committed"
+
+
+class DeltaRef(Contract):
+    actor: Actor
+    operation_id: str
+
+
+class DecideDelta(Contract):
+    actor: Actor
+    operation_id: str
+    decision: Literal["accept", "reject"]
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None

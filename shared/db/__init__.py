@@ -1,0 +1,1 @@
+"""PostgreSQL: table definitions, migrations and session handling."""

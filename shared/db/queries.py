@@ -1,0 +1,45 @@
+"""Reads of the canonical ledger that more than one service needs."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.tables import claims, merge_groups, relations, sources
+from shared.ledger import ClaimFact, LedgerFacts, References
+
+
+async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int, refs: References) -> LedgerFacts:
+    """The ledger's facts about exactly the ids `refs` names (any status), plus the active verdict."""
+    facts = LedgerFacts(revision=revision)
+    if refs.sources:
+        rows = await connection.execute(
+            select(sources.c.source_id, sources.c.status).where(
+                sources.c.case_id == case_id, sources.c.source_id.in_(refs.sources)
+            )
+        )
+        facts.sources = {r.source_id: r.status for r in rows}
+    claim_filter = claims.c.claim_id.in_(refs.claims) if refs.claims else None
+    verdict_filter = (claims.c.kind == "verdict") & (claims.c.status == "active")
+    rows = await connection.execute(
+        select(claims.c.claim_id, claims.c.kind, claims.c.status).where(
+            claims.c.case_id == case_id,
+            (claim_filter | verdict_filter) if claim_filter is not None else verdict_filter,
+        )
+    )
+    facts.claims = {r.claim_id: ClaimFact(r.kind, r.status) for r in rows}
+    if refs.relations:
+        rows = await connection.execute(
+            select(relations.c.relation_id).where(
+                relations.c.case_id == case_id, relations.c.relation_id.in_(refs.relations)
+            )
+        )
+        facts.relations = {r.relation_id for r in rows}
+    if refs.groups:
+        rows = await connection.execute(
+            select(merge_groups.c.group_id).where(
+                merge_groups.c.case_id == case_id, merge_groups.c.group_id.in_(refs.groups)
+            )
+        )
+        facts.groups = {r.group_id for r in rows}
+    return facts

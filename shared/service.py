@@ -1,0 +1,108 @@
+"""Runs one backend service process: logging, database, broker, health subject, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from faststream.nats import NatsMessage, NatsRouter
+
+from shared.db.session import Database
+from shared.logging import configure_logging, get_logger
+from shared.messaging import TRACEPARENT, create_broker, health_reply
+from shared.settings import Settings
+from shared.subjects import Service, Subjects
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceContext:
+    """What a service's use cases need: settings, the database, subject names."""
+
+    service: Service
+    settings: Settings
+    db: Database
+    subjects: Subjects
+
+    @property
+    def queue(self) -> str:
+        return self.subjects.queue(self.service)
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Per-message metadata carried in NATS headers."""
+
+    correlation_id: str | None = None
+    traceparent: str | None = None
+
+    @classmethod
+    def of(cls, message: NatsMessage) -> Meta:
+        headers = message.headers or {}
+        return cls(correlation_id=message.correlation_id, traceparent=headers.get(TRACEPARENT))
+
+
+RouterFactory = Callable[[ServiceContext], NatsRouter]
+Background = Callable[[ServiceContext], Awaitable[Any]]
+
+
+def health_router(ctx: ServiceContext) -> NatsRouter:
+    router = NatsRouter()
+
+    @router.subscriber(ctx.subjects.health(ctx.service), queue=ctx.queue)
+    async def health() -> dict[str, Any]:
+        return health_reply(ctx.service)
+
+    return router
+
+
+async def run_service(
+    service: Service,
+    settings: Settings,
+    build_router: RouterFactory,
+    *,
+    background: list[Background] | None = None,
+    stop: asyncio.Event | None = None,
+    own_process: bool = True,
+) -> None:
+    """Serve until SIGINT/SIGTERM (or `stop` is set), then drain in-flight messages and exit.
+
+    `own_process=False` runs the service inside a host process (tests): no logging setup, no signals.
+    """
+    if own_process:
+        configure_logging(service.value, settings.log_level, settings.log_format)
+    db = Database.from_url(
+        settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name=f"threadline-{service}"
+    )
+    ctx = ServiceContext(service, settings, db, Subjects(settings.nats_prefix))
+    broker = create_broker(settings.resolved_nats_url(), name=f"threadline-{service}")
+    broker.include_router(build_router(ctx))
+    broker.include_router(health_router(ctx))
+
+    stop = stop or asyncio.Event()
+    if own_process:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+
+    await broker.start()
+    tasks = [asyncio.create_task(job(ctx), name=getattr(job, "__name__", "background")) for job in background or []]
+    log.info("service_started", queue=ctx.queue)
+    try:
+        waiter = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not waiter and task.exception() is not None:
+                log.error("background_task_failed", task=task.get_name(), exc_info=task.exception())
+    finally:
+        log.info("service_stopping")
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await broker.stop()
+        await db.dispose()
+        log.info("service_stopped")

@@ -1,0 +1,69 @@
+"""JetStream provisioning: the event stream and its durable consumers are declared here and only here.
+
+Retention: `limits` with no age or size cap by default, because the stream is the history
+subscribers replay from (`--from-start`); operators may cap age with THREADLINE_EVENTS_MAX_AGE_DAYS.
+The duplicate window (THREADLINE_EVENTS_DUPLICATE_WINDOW_SECONDS, 24 h by default) bounds how late a
+relay may re-publish an event it had sent but not yet marked and still have JetStream drop the copy.
+"""
+
+from __future__ import annotations
+
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import NotFoundError
+
+from shared.settings import Settings
+from shared.subjects import Subjects
+
+PROJECTION_CONSUMER = "projection"
+
+
+def stream_config(settings: Settings) -> StreamConfig:
+    subjects = Subjects(settings.nats_prefix)
+    return StreamConfig(
+        name=settings.stream_name,
+        description="Threadline change events (CloudEvents 1.0); one ledger.changed per case revision",
+        subjects=[subjects.events_wildcard],
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        discard=DiscardPolicy.OLD,
+        max_age=settings.events_max_age_days * 86400.0,
+        max_msgs=-1,
+        max_bytes=-1,
+        max_msg_size=-1,
+        duplicate_window=float(settings.events_duplicate_window_seconds),
+        num_replicas=1,
+    )
+
+
+def projection_consumer_config(settings: Settings) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=PROJECTION_CONSUMER,
+        description="The projection service's read models",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=30.0,
+        max_deliver=-1,
+        max_ack_pending=1000,
+        filter_subject=Subjects(settings.nats_prefix).events_wildcard,
+    )
+
+
+async def provision(js: JetStreamContext, settings: Settings) -> None:
+    """Create or update the stream and the projection's durable consumer (idempotent)."""
+    config = stream_config(settings)
+    try:
+        await js.stream_info(config.name)
+    except NotFoundError:
+        await js.add_stream(config)
+    else:
+        await js.update_stream(config)
+    await js.add_consumer(config.name, projection_consumer_config(settings))

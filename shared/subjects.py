@@ -1,0 +1,99 @@
+"""NATS subject names: every subject any service uses is spelled here and nowhere else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Service(StrEnum):
+    GATEWAY = "gateway"
+    STAGING = "staging"
+    REVIEW = "review"
+    THESIS_DELTA = "thesis-delta"
+    PROJECTION = "projection"
+
+
+BACKEND_SERVICES = (Service.STAGING, Service.REVIEW, Service.THESIS_DELTA, Service.PROJECTION)
+
+
+class Command(StrEnum):
+    """Request/reply commands, each owned by exactly one service."""
+
+    # staging
+    STAGE_SOURCES = "stage_sources"
+    STAGE_CLAIMS = "stage_claims"
+    STAGE_RELATIONS = "stage_relations"
+    STAGE_MERGE = "stage_merge"
+    STAGE_VERDICT = "stage_verdict"
+    # projection
+    GET_WORKSPACE = "get_workspace"
+    INSPECT_SOURCES = "inspect_sources"
+    SET_FOCUS = "set_focus"
+    GET_COMPANY_CONTEXT = "get_company_context"
+    # review
+    CREATE_CASE = "create_case"
+    LIST_CASES = "list_cases"
+    GET_CASE = "get_case"
+    CASE_HISTORY = "case_history"
+    ADD_GUIDANCE = "add_guidance"
+    RECORD_SOURCES = "record_sources"
+    LIST_PROPOSALS = "list_proposals"
+    GET_PROPOSAL = "get_proposal"
+    DECIDE = "decide"
+    # thesis-delta
+    PROPOSE_CLAIM_DELTA = "propose_claim_delta"
+    CREATE_COMPANY = "create_company"
+    GET_COMPANY = "get_company"
+    ADD_SOURCE_FILE = "add_source_file"
+    ADD_THESIS_CLAIM = "add_thesis_claim"
+    LIST_DELTAS = "list_deltas"
+    GET_DELTA = "get_delta"
+    DECIDE_DELTA = "decide_delta"
+
+
+OWNER: dict[Command, Service] = {
+    **{c: Service.STAGING for c in (Command.STAGE_SOURCES, Command.STAGE_CLAIMS, Command.STAGE_RELATIONS,
+                                    Command.STAGE_MERGE, Command.STAGE_VERDICT)},
+    **{c: Service.PROJECTION for c in (Command.GET_WORKSPACE, Command.INSPECT_SOURCES, Command.SET_FOCUS,
+                                       Command.GET_COMPANY_CONTEXT)},
+    **{c: Service.REVIEW for c in (Command.CREATE_CASE, Command.LIST_CASES, Command.GET_CASE,
+                                   Command.CASE_HISTORY, Command.ADD_GUIDANCE, Command.RECORD_SOURCES,
+                                   Command.LIST_PROPOSALS, Command.GET_PROPOSAL, Command.DECIDE)},
+    **{c: Service.THESIS_DELTA for c in (Command.PROPOSE_CLAIM_DELTA, Command.CREATE_COMPANY,
+                                         Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
+                                         Command.ADD_THESIS_CLAIM, Command.LIST_DELTAS, Command.GET_DELTA,
+                                         Command.DECIDE_DELTA)},
+}
+
+
+@dataclass(frozen=True)
+class Subjects:
+    prefix: str = "threadline"
+
+    def command(self, command: Command) -> str:
+        return f"{self.prefix}.cmd.{OWNER[command].value}.{command.value}"
+
+    def queue(self, service: Service) -> str:
+        return f"{self.prefix}-{service.value}"
+
+    def health(self, service: Service) -> str:
+        return f"{self.prefix}.health.{service.value}"
+
+    @property
+    def events_wildcard(self) -> str:
+        return f"{self.prefix}.events.>"
+
+    def case_event(self, case_id: str, event_type: str) -> str:
+        return f"{self.prefix}.events.case.{case_id}.{event_suffix(event_type)}"
+
+    def company_event(self, company_id: str, event_type: str) -> str:
+        return f"{self.prefix}.events.company.{company_id}.{event_suffix(event_type)}"
+
+    def case_events(self, case_id: str | None = None) -> str:
+        return f"{self.prefix}.events.case.{case_id}.>" if case_id else f"{self.prefix}.events.case.>"
+
+
+def event_suffix(event_type: str) -> str:
+    """`threadline.ledger.changed` → `ledger.changed` (the subject tail after the aggregate id)."""
+    return event_type.removeprefix("threadline.")

@@ -1,0 +1,38 @@
+"""Session-wide fixtures: real NATS and PostgreSQL servers, and a fresh deployment on them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from shared.logging import configure_logging
+from tests.support import TEST_LOG_LEVEL, Servers, Stack, new_deployment, remove_deployment
+
+configure_logging("tests", TEST_LOG_LEVEL, "console")
+
+
+@pytest.fixture(scope="session")
+async def servers():
+    scratch = Path(tempfile.mkdtemp(prefix="threadline-servers-"))
+    found = await Servers.find_or_start(scratch)
+    print(f"\nthreadline tests: NATS {found.nats_url}, PostgreSQL from {found.origin}")
+    yield found
+    await found.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def deployment(servers):
+    settings = await new_deployment(servers)
+    yield settings
+    await remove_deployment(servers, settings)
+
+
+@pytest.fixture(scope="session")
+async def stack(deployment):
+    running = await Stack(deployment).start()
+    yield running
+    await running.stop()

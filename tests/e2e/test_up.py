@@ -1,0 +1,194 @@
+"""The system as a user starts it: `threadline up` with embedded NATS and PostgreSQL, a fresh data dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+
+import httpx2
+import nats
+import psutil
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from shared.spec import SPEC_DIR, SPEC_FILES
+from tests.e2e.system import start_system
+from tests.factories import source_item
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("up") / "data"
+
+
+@pytest.fixture(scope="module")
+def system(data_dir):
+    running = start_system(data_dir)
+    yield running
+    if running.process.poll() is None:
+        running.stop()
+
+
+def mcp_client(system, token):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return http, Client(streamable_http_client(f"{system.http_url}/mcp", http_client=http))
+
+
+def test_first_start_prints_urls_and_writes_private_credentials(system, data_dir):
+    text = "\n".join(system.output)
+    assert f"{system.http_url}/mcp" in text and f"{system.http_url}/ui" in text
+    credentials = system.credentials
+    assert {"admin", "reviewer", "agent"} <= set(credentials)
+    for role in ("admin", "reviewer", "agent"):
+        assert credentials[role] in text
+    assert stat.S_IMODE(os.stat(data_dir / "credentials.json").st_mode) == 0o600
+    assert set(system.runtime) >= {"httpUrl", "natsUrl", "databaseUrl"}
+    assert "?host=" in system.runtime["databaseUrl"], "no URL was configured, so PostgreSQL must be embedded"
+    assert system.runtime["natsUrl"] != "nats://127.0.0.1:4222", "the embedded NATS must take a free port"
+
+
+async def test_tools_list_serves_the_nine_spec_tools_with_their_exact_schemas(system):
+    expected = [tool for name in SPEC_FILES for tool in json.loads((SPEC_DIR / name).read_text())["tools"]]
+    http, client = mcp_client(system, system.credentials["agent"])
+    async with http, client:
+        served = (await client.list_tools()).tools
+    assert [tool.name for tool in served] == [tool["name"] for tool in expected]
+    assert len(served) == 9
+    for tool, spec in zip(served, expected, strict=True):
+        assert tool.input_schema == spec["inputSchema"]
+        assert tool.description == spec["description"]
+
+
+async def test_one_real_path_through_every_service(system):
+    credentials = system.credentials
+    admin = httpx2.AsyncClient(base_url=system.http_url, headers={"Authorization": f"Bearer {credentials['admin']}"})
+    reviewer = httpx2.AsyncClient(base_url=system.http_url,
+                                  headers={"Authorization": f"Bearer {credentials['reviewer']}"})
+    async with admin, reviewer:
+        assert (await admin.post("/api/v1/cases", json={"caseId": "skeleton", "title": "Skeleton",
+                                                        "question": "Does it run?"})).status_code == 201
+        assert (await admin.put("/api/v1/agents/agent/active-case", json={"caseId": "skeleton"})).status_code == 200
+        company = (await admin.post("/api/v1/companies", json={"ticker": "SKEL", "name": "Skeleton plc"})).json()
+        source_file = (
+            await admin.post(f"/api/v1/companies/{company['companyId']}/source-files",
+                             json={"title": "Annual report", "url": "https://example.org/ar", "text": "Revenue up."})
+        ).json()
+
+        http, client = mcp_client(system, credentials["agent"])
+        async with http, client:
+            workspace = (await client.call_tool("get_workspace", {})).structured_content
+            assert workspace["caseId"] == "skeleton"
+            start = workspace["workspaceRevision"]
+            staged = await client.call_tool(
+                "stage_sources",
+                {"expectedCaseId": "skeleton", "expectedRevision": start, "sources": [source_item("annual-report")]},
+            )
+            assert not staged.is_error, staged.content[0].text
+            proposal_id = staged.structured_content["proposalId"]
+
+            listed = (await reviewer.get("/api/v1/cases/skeleton/proposals")).json()
+            assert [p["proposalId"] for p in listed["proposals"]] == [proposal_id]
+            decided = await reviewer.post(f"/api/v1/proposals/{proposal_id}/decisions",
+                                          json={"accept": ["annual-report"], "expectedRevision": start})
+            assert decided.status_code == 200, decided.text
+            assert decided.json()["revision"] == start + 1
+            after = (await client.call_tool("get_workspace", {})).structured_content
+            assert after["workspaceRevision"] == start + 1
+
+            preview = await client.call_tool(
+                "propose_claim_delta_from_source",
+                {"mode": "preview", "companyId": company["companyId"], "sourceFileId": source_file["sourceFileId"],
+                 "category": "newly_introduced", "summary": "Revenue grew.", "idempotencyKey": "skeleton-1",
+                 "proposedClaims": [{"text": "Revenue grows.", "label": "CONFIRMED", "section": "Growth",
+                                     "action": "add"}]},
+            )
+            assert not preview.is_error, preview.content[0].text
+            assert preview.structured_content["operationId"]
+
+    connection = await nats.connect(system.runtime["natsUrl"])
+    try:
+        subscription = await connection.jetstream().subscribe("threadline.events.case.skeleton.ledger.changed",
+                                                               ordered_consumer=True)
+        message = await subscription.next_msg(timeout=15)
+        event = json.loads(message.data)
+        assert event["type"] == "threadline.ledger.changed"
+        assert event["revision"] == start + 1
+        assert message.headers["Nats-Msg-Id"] == event["id"]
+    finally:
+        await connection.close()
+
+
+async def test_a_bad_argument_is_a_tool_error_naming_the_field(system):
+    http, client = mcp_client(system, system.credentials["agent"])
+    async with http, client:
+        result = await client.call_tool("get_workspace", {"scope": "everything"})
+    assert result.is_error
+    assert "scope" in result.content[0].text
+    assert result.structured_content["error"]["field"] == "scope"
+
+
+async def test_calls_without_a_valid_agent_token_are_refused(system):
+    async with httpx2.AsyncClient(base_url=system.http_url) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        missing = await http.post("/mcp", json=body, headers=headers)
+        assert missing.status_code == 401
+        assert missing.json()["error"]["code"] == "unauthenticated"
+        forged = await http.post("/mcp", json=body, headers={**headers, "Authorization": "Bearer tl_a_forged"})
+        assert forged.status_code == 401
+    http, client = mcp_client(system, system.credentials["reviewer"])
+    async with http, client:
+        result = await client.call_tool("get_workspace", {})
+    assert result.is_error and result.structured_content["error"]["code"] == "forbidden"
+
+
+async def test_one_correlation_id_follows_a_call_from_the_gateway_into_the_service_logs(system, data_dir):
+    correlation_id = "e2e-correlation-4f1c"
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {system.credentials['agent']}", "X-Correlation-Id": correlation_id},
+        timeout=30,
+    )
+    async with http, Client(streamable_http_client(f"{system.http_url}/mcp", http_client=http)) as client:
+        await client.call_tool("get_workspace", {})
+
+    def lines(service: str) -> list[dict]:
+        path = data_dir / "logs" / f"{service}.log"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+    gateway = [e for e in lines("gateway") if e.get("correlation_id") == correlation_id]
+    projection = [e for e in lines("projection") if e.get("correlation_id") == correlation_id]
+    assert any(e["event"] == "tool_call" and e["tool"] == "get_workspace" for e in gateway)
+    assert any(e["event"] == "command_handled" for e in projection)
+    assert all(e["service"] == "projection" for e in projection)
+
+
+def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, data_dir):
+    processes = system.processes()
+    assert len(processes) >= 7, [p.name() for p in processes]  # up, 5 services, nats-server, postgres
+    assert system.stop(signal.SIGINT) == 0
+    gone, alive = psutil.wait_procs(processes, timeout=15)
+    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+    assert not (data_dir / "runtime.json").exists()
+
+    again = start_system(data_dir)
+    try:
+        assert "First start" not in "\n".join(again.output)
+
+        async def revision() -> int:
+            http, client = mcp_client(again, again.credentials["agent"])
+            async with http, client:
+                return (await client.call_tool("get_workspace", {})).structured_content["workspaceRevision"]
+
+        import asyncio
+
+        assert asyncio.run(revision()) == 1
+        processes = again.processes()
+    finally:
+        assert again.stop(signal.SIGTERM) == 0
+    gone, alive = psutil.wait_procs(processes, timeout=15)
+    assert not alive

@@ -1,0 +1,246 @@
+"""Test support: real servers (the machine's, else embedded), isolated deployments, the running stack."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import tempfile
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import asyncpg
+import httpx2
+import nats
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from services.gateway.app import create_app
+from services.gateway.auth import TokenStore
+from services.registry import app_module
+from shared.bootstrap import prepare
+from shared.db.session import Database
+from shared.messaging import ServiceClient, create_broker
+from shared.service import run_service
+from shared.settings import Settings
+from shared.subjects import BACKEND_SERVICES, Subjects
+
+# Where the tests look for the machine's servers; point them at an unused port to force embedded ones.
+TEST_NATS_URL = os.environ.get("THREADLINE_TEST_NATS_URL", "nats://127.0.0.1:4222")
+TEST_DATABASE_URL = os.environ.get("THREADLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
+
+
+def _reachable(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or default_port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Servers:
+    """A NATS server with JetStream and a PostgreSQL server the tests may use (and their origin)."""
+
+    nats_url: str
+    admin_database_url: str
+    embedded: list[Any] = field(default_factory=list)
+
+    @classmethod
+    async def find_or_start(cls, scratch: Path) -> Servers:
+        servers = cls(TEST_NATS_URL, TEST_DATABASE_URL)
+        if not (_reachable(TEST_NATS_URL, 4222) and await _nats_has_jetstream(TEST_NATS_URL)):
+            embedded = EmbeddedNats(scratch / "nats")
+            servers.nats_url = await embedded.start()
+            servers.embedded.append(embedded)
+        if not (_reachable(TEST_DATABASE_URL, 5432) and await _postgres_answers(TEST_DATABASE_URL)):
+            embedded = EmbeddedPostgres(scratch / "postgres", database="postgres")
+            servers.admin_database_url = await embedded.start()
+            servers.embedded.append(embedded)
+        return servers
+
+    @property
+    def origin(self) -> str:
+        kinds = {type(e).__name__ for e in self.embedded}
+        return "embedded: " + ", ".join(sorted(kinds)) if kinds else "the machine's servers"
+
+    async def stop(self) -> None:
+        for server in reversed(self.embedded):
+            await server.stop()
+
+    async def create_database(self) -> str:
+        name = f"tl_test_{secrets.token_hex(5)}"
+        connection = await asyncpg.connect(self.admin_database_url)
+        try:
+            await connection.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await connection.close()
+        return _with_database(self.admin_database_url, name)
+
+    async def drop_database(self, url: str) -> None:
+        name = _database_of(url)
+        connection = await asyncpg.connect(self.admin_database_url)
+        try:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await connection.close()
+
+    async def delete_stream(self, settings: Settings) -> None:
+        connection = await nats.connect(self.nats_url)
+        try:
+            await connection.jetstream().delete_stream(settings.stream_name)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        finally:
+            await connection.close()
+
+
+async def _nats_has_jetstream(url: str) -> bool:
+    try:
+        connection = await nats.connect(url, connect_timeout=1, max_reconnect_attempts=0, allow_reconnect=False)
+    except Exception:  # noqa: BLE001
+        return False
+    try:
+        await connection.jetstream().account_info()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+    finally:
+        await connection.close()
+
+
+async def _postgres_answers(url: str) -> bool:
+    try:
+        connection = await asyncpg.connect(url, timeout=2)
+    except Exception:  # noqa: BLE001
+        return False
+    await connection.close()
+    return True
+
+
+def _with_database(url: str, name: str) -> str:
+    parsed = urlparse(url)
+    return parsed._replace(path=f"/{name}").geturl()
+
+
+def _database_of(url: str) -> str:
+    return urlparse(url).path.lstrip("/")
+
+
+async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
+    """Settings for a fresh, isolated deployment: its own database, subject prefix and stream."""
+    database_url = await servers.create_database()
+    prefix = f"t{secrets.token_hex(4)}"
+    settings = Settings(
+        database_url=database_url,
+        nats_url=servers.nats_url,
+        nats_prefix=prefix,
+        data_dir=Path(tempfile.mkdtemp(prefix="threadline-test-")),
+        log_level=TEST_LOG_LEVEL,
+        log_format="json",
+        secret="test-secret-" + secrets.token_hex(8),
+        relay_poll_interval=0.2,
+        auth_cache_seconds=0,
+        db_pool_size=8,
+        **overrides,
+    )
+    await prepare(settings)
+    return settings
+
+
+async def remove_deployment(servers: Servers, settings: Settings) -> None:
+    await servers.delete_stream(settings)
+    await servers.drop_database(settings.resolved_database_url())
+
+
+@dataclass
+class Stack:
+    """The backend services and the gateway, running in this process against real NATS/PostgreSQL."""
+
+    settings: Settings
+    http_url: str = ""
+    tokens: dict[str, str] = field(default_factory=dict)
+    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    tasks: list[asyncio.Task] = field(default_factory=list)
+    gateway_server: uvicorn.Server | None = None
+    broker: Any = None
+    client: ServiceClient | None = None
+    db: Database | None = None
+
+    async def start(self, *, gateway: bool = True, services: tuple = BACKEND_SERVICES) -> Stack:
+        for service in services:
+            module = app_module(service)
+            self.tasks.append(
+                asyncio.create_task(
+                    run_service(service, self.settings, module.build_router, background=module.BACKGROUND,
+                                stop=self.stop_event, own_process=False),
+                    name=f"service-{service.value}",
+                )
+            )
+        self.broker = create_broker(self.settings.resolved_nats_url(), name="threadline-tests")
+        await self.broker.connect()
+        self.client = ServiceClient(self.broker, Subjects(self.settings.nats_prefix), 10.0)
+        for service in services:
+            await self._wait_for(service)
+        self.db = Database.from_url(self.settings.resolved_database_url(), pool_size=4)
+        store = TokenStore(self.db)
+        for role in ("admin", "reviewer", "agent"):
+            self.tokens[role] = (await store.issue(role=role, name=role, created_by="tests"))["token"]
+        if gateway:
+            port = free_port()
+            settings = self.settings.model_copy(update={"http_port": port})
+            config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_config=None,
+                                    access_log=False, lifespan="on")
+            self.gateway_server = uvicorn.Server(config)
+            self.gateway_server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+            self.tasks.append(asyncio.create_task(self.gateway_server.serve(), name="gateway"))
+            self.http_url = f"http://127.0.0.1:{port}"
+            for _ in range(200):
+                if self.gateway_server.started:
+                    break
+                await asyncio.sleep(0.05)
+        return self
+
+    async def _wait_for(self, service: Any) -> None:
+        for _ in range(200):
+            try:
+                await self.client.ping(service, timeout=0.25)
+                return
+            except Exception:  # noqa: BLE001
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"{service} did not start")
+
+    async def stop(self) -> None:
+        if self.gateway_server is not None:
+            self.gateway_server.should_exit = True
+        self.stop_event.set()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.broker is not None:
+            await self.broker.stop()
+        if self.db is not None:
+            await self.db.dispose()
+
+    async def issue_token(self, role: str, name: str, case_id: str | None = None) -> str:
+        return (await TokenStore(self.db).issue(role=role, name=name, created_by="tests", case_id=case_id))["token"]
+
+    def api(self, role: str = "reviewer", token: str | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            base_url=self.http_url,
+            headers={"Authorization": f"Bearer {token or self.tokens[role]}"},
+            timeout=30,
+        )
+
+    @asynccontextmanager
+    async def agent(self, token: str | None = None):
+        """A real MCP client session over Streamable HTTP, authenticated with an agent token."""
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token or self.tokens['agent']}"}, timeout=30)
+        async with http, Client(streamable_http_client(f"{self.http_url}/mcp", http_client=http)) as client:
+            yield client
