@@ -56,3 +56,118 @@ def relation_item(relation_id: str, source: str, target: str, type_: str = "supp
         "rationale": "The first bears on the second.",
         **overrides,
     }
+
+
+def merge_item(group_id: str, members: list[str], **overrides: Any) -> dict[str, Any]:
+    return {
+        "groupId": group_id,
+        "label": f"Group {group_id}",
+        "memberClaimIds": members,
+        "confidence": "high",
+        "rationale": "They restate one measurement.",
+        **overrides,
+    }
+
+
+def verdict_claim(claim_id: str, source_ids: list[str], **overrides: Any) -> dict[str, Any]:
+    return {
+        "id": claim_id,
+        "text": "On balance, yes.",
+        "kind": "verdict",
+        "confidence": "supported",
+        "sourceIds": source_ids,
+        "transformationNote": "Synthesized from the accepted claims.",
+        "lane": "verdict",
+        "order": 1,
+        **overrides,
+    }
+
+
+class Agent:
+    """An agent on its own case, driving the tools through a real MCP client session."""
+
+    def __init__(self, stack: Any, case_id: str, token: str, name: str, mcp: Any) -> None:
+        self.stack = stack
+        self.case_id = case_id
+        self.token = token
+        self.name = name
+        self.mcp = mcp
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        return await self.mcp.call_tool(tool, arguments)
+
+    async def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await self.mcp.call_tool(tool, arguments)
+        assert not result.is_error, result.content[0].text
+        return result.structured_content
+
+    async def refused(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await self.mcp.call_tool(tool, arguments)
+        assert result.is_error, f"{tool} was accepted: {result.structured_content}"
+        error = result.structured_content["error"]
+        text = result.content[0].text
+        assert error["code"] in text and error["message"] in text
+        if error.get("field"):
+            assert f"Field: {error['field']}" in text
+        return error
+
+    async def revision(self) -> int:
+        return (await self.ok("get_workspace", {}))["workspaceRevision"]
+
+    async def stage(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        pinned = {"expectedCaseId": self.case_id, "expectedRevision": await self.revision()}
+        return await self.ok(tool, {**pinned, **arguments})
+
+    async def accepted(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """Stage, then have a reviewer accept every item; return the decision."""
+        staged = await self.stage(tool, **arguments)
+        return await decide(self.stack, staged["proposalId"], accept=[i["itemId"] for i in staged["items"]])
+
+    async def proposals(self, status: str = "all") -> list[dict[str, Any]]:
+        async with self.stack.api("reviewer") as api:
+            listed = await api.get(f"/api/v1/cases/{self.case_id}/proposals", params={"status": status})
+            assert listed.status_code == 200, listed.text
+            return listed.json()["proposals"]
+
+
+async def decide(stack: Any, proposal_id: str, *, accept: list[str] = (), reject: list[str] = (),
+                 note: str | None = None, expected_revision: int | None = None, role: str = "reviewer",
+                 status: int = 200) -> dict[str, Any]:
+    body: dict[str, Any] = {"accept": list(accept), "reject": list(reject)}
+    if note is not None:
+        body["note"] = note
+    if expected_revision is not None:
+        body["expectedRevision"] = expected_revision
+    async with stack.api(role) as api:
+        response = await api.post(f"/api/v1/proposals/{proposal_id}/decisions", json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def agent_session(stack: Any, name: str | None = None, case_id: str | None = None):
+    """`async with agent_session(stack) as agent:` — a new case, an agent assigned to it, an MCP session."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def session():
+        case = await new_case(stack, case_id)
+        agent_name = name or unique("agent")
+        token = await stack.issue_token("agent", agent_name, case_id=case)
+        async with stack.agent(token) as mcp:
+            agent = Agent(stack, case, token, agent_name, mcp)
+            await agent.revision()  # discover the case
+            yield agent
+
+    return session()
+
+
+async def seed(agent: Agent, *, sources: int = 2, claims: int = 0, source_type: str = "primary") -> dict[str, list]:
+    """Give the agent's case canonical sources (and claims citing the first source)."""
+    source_ids = [f"s{i}-{secrets.token_hex(2)}" for i in range(sources)]
+    for start in range(0, len(source_ids), 4):
+        await agent.accepted("stage_sources",
+                             sources=[source_item(s, type=source_type) for s in source_ids[start:start + 4]])
+    claim_ids = [f"c{i}-{secrets.token_hex(2)}" for i in range(claims)]
+    for start in range(0, len(claim_ids), 4):
+        await agent.accepted("stage_claims", claims=[claim_item(c, [source_ids[0]]) for c in claim_ids[start:start + 4]])
+    return {"sources": source_ids, "claims": claim_ids}

@@ -40,11 +40,8 @@ async def only_case(connection: AsyncConnection) -> str | None:
     return rows[0] if len(rows) == 1 else None
 
 
-async def case_row(connection: AsyncConnection, case_id: str, *, share_lock: bool = False) -> Any:
-    query = select(cases).where(cases.c.case_id == case_id)
-    if share_lock:
-        query = query.with_for_update(read=True)
-    return (await connection.execute(query)).first()
+async def case_row(connection: AsyncConnection, case_id: str) -> Any:
+    return (await connection.execute(select(cases).where(cases.c.case_id == case_id))).first()
 
 
 async def focus_of(connection: AsyncConnection, case_id: str) -> str:

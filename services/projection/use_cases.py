@@ -279,7 +279,7 @@ async def set_focus(ctx: ServiceContext, request: ToolRequest[SetFocusArgs], met
     agent = request.actor.name
     async with ctx.db.transaction() as connection:
         await _check_discovered(connection, agent, args.expected_case_id)
-        case = await repository.case_row(connection, args.expected_case_id, share_lock=True)
+        case = await repository.case_row(connection, args.expected_case_id)
         if case is None:
             raise NotFound(f"there is no case {args.expected_case_id!r}", field="expectedCaseId",
                            hint="call get_workspace first")

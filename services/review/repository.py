@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.review.domain import StoredItem, StoredProposal
+from shared.db.queries import lock_case_exclusive
 from shared.db.tables import (
     cases,
     change_log,
@@ -65,7 +66,8 @@ class Provenance:
 
 
 async def lock_case(connection: AsyncConnection, case_id: str) -> int | None:
-    """The case's revision, locked: decisions on one case apply one at a time."""
+    """The case's revision, locked: decisions on one case apply one at a time, and no stage call runs."""
+    await lock_case_exclusive(connection, case_id)
     row = await connection.execute(
         select(cases.c.revision).where(cases.c.case_id == case_id).with_for_update()
     )

@@ -6,14 +6,14 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.staging.domain import Proposal
+from shared.db.queries import lock_case_shared
 from shared.db.tables import agent_discoveries, cases, proposal_items, proposals
 
 
 async def pin_case(connection: AsyncConnection, case_id: str) -> int | None:
-    """The case's revision, share-locked: an acceptance cannot bump it until this stage call ends."""
-    row = await connection.execute(
-        select(cases.c.revision).where(cases.c.case_id == case_id).with_for_update(read=True)
-    )
+    """The case's revision, with the case locked shared: no decision can bump it until this call ends."""
+    await lock_case_shared(connection, case_id)
+    row = await connection.execute(select(cases.c.revision).where(cases.c.case_id == case_id))
     return row.scalar_one_or_none()
 
 

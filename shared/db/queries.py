@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import claims, merge_groups, relations, sources
@@ -43,3 +43,23 @@ async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int,
         )
         facts.groups = {r.group_id for r in rows}
     return facts
+
+
+# Stage calls hold a case's lock shared, decisions exclusively. Advisory locks queue fairly: once a
+# decision waits, new stage calls wait behind it, so a steady stream of agents cannot starve a reviewer
+# (row locks would: PostgreSQL grants a new FOR SHARE beside a granted one even while FOR UPDATE waits).
+CASE_LOCK_CLASS = 7271
+
+
+async def lock_case_shared(connection: AsyncConnection, case_id: str) -> None:
+    await connection.execute(
+        text("SELECT pg_advisory_xact_lock_shared(:lock_class, hashtext(:case_id))"),
+        {"lock_class": CASE_LOCK_CLASS, "case_id": case_id},
+    )
+
+
+async def lock_case_exclusive(connection: AsyncConnection, case_id: str) -> None:
+    await connection.execute(
+        text("SELECT pg_advisory_xact_lock(:lock_class, hashtext(:case_id))"),
+        {"lock_class": CASE_LOCK_CLASS, "case_id": case_id},
+    )

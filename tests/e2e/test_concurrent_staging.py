@@ -1,0 +1,86 @@
+"""Many agents stage at once while a reviewer moves the ledger on: nothing lost, mixed or stale."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from sqlalchemy import select
+
+from shared.db.tables import proposal_items, proposals
+from tests.factories import agent_session, claim_item, decide, seed, source_item
+
+AGENTS = 32
+CALLS_PER_AGENT = 6 if not os.environ.get("THREADLINE_FULL") else 20
+
+
+async def test_32_agents_stage_while_a_reviewer_accepts_mid_way(stack):
+    async with agent_session(stack) as owner:
+        source = (await seed(owner, sources=1))["sources"][0]
+        trigger = await owner.stage("stage_sources", sources=[source_item("moves-the-ledger")])
+        pinned = await owner.revision()
+        case_id = owner.case_id
+
+        tokens = [await stack.issue_token("agent", f"{case_id}-agent-{n}", case_id=case_id) for n in range(AGENTS)]
+        half = AGENTS * CALLS_PER_AGENT // 2
+        outcomes: list[dict] = []
+        acked = asyncio.Event()
+        accepted_at: list[float] = []
+
+        async def agent(n: int) -> None:
+            async with stack.agent(tokens[n]) as mcp:
+                assert (await mcp.call_tool("get_workspace", {})).structured_content["workspaceRevision"] == pinned
+                k = 0
+                calls_after_acceptance = 0
+                # Stage until this agent made its share and, once the ledger moved, two more calls.
+                while k < CALLS_PER_AGENT or calls_after_acceptance < 2:
+                    claim_id = f"a{n}-k{k}"
+                    k += 1
+                    calls_after_acceptance += 1 if accepted_at else 0
+                    started = time.monotonic()
+                    result = await mcp.call_tool("stage_claims", {
+                        "expectedCaseId": case_id, "expectedRevision": pinned,
+                        "claims": [claim_item(claim_id, [source])]})
+                    outcome = {"agent": n, "claim": claim_id, "started": started, "ended": time.monotonic()}
+                    if result.is_error:
+                        outcome["refused"] = result.structured_content["error"]["code"]
+                    else:
+                        outcome["proposal"] = result.structured_content["proposalId"]
+                        assert result.structured_content["pinnedRevision"] == pinned
+                    outcomes.append(outcome)
+                    if sum("proposal" in o for o in outcomes) >= half:
+                        acked.set()
+                    await asyncio.sleep(0.005)
+
+        async def reviewer() -> None:
+            await acked.wait()
+            decision = await decide(stack, trigger["proposalId"], accept=["moves-the-ledger"])
+            accepted_at.append(time.monotonic())
+            assert decision["revision"] == pinned + 1
+
+        await asyncio.gather(reviewer(), *(agent(n) for n in range(AGENTS)))
+
+        assert len(outcomes) >= AGENTS * CALLS_PER_AGENT
+        acknowledged = [o for o in outcomes if "proposal" in o]
+        refused = [o for o in outcomes if "refused" in o]
+        assert {o["refused"] for o in refused} <= {"stale_revision"}
+        after = [o for o in outcomes if o["started"] > accepted_at[0]]
+        assert after, "some calls must start after the acceptance"
+        assert all(o.get("refused") == "stale_revision" for o in after), "a stale-pinned call got through"
+        assert len(acknowledged) >= half
+
+        async with stack.db.engine.connect() as connection:
+            rows = (await connection.execute(
+                select(proposals.c.proposal_id, proposals.c.agent_name, proposals.c.pinned_revision,
+                       proposal_items.c.item_id)
+                .join(proposal_items, proposal_items.c.proposal_id == proposals.c.proposal_id)
+                .where(proposals.c.case_id == case_id, proposals.c.agent_name != owner.name)
+            )).all()
+        stored = {row.proposal_id: row for row in rows}
+        assert len(rows) == len(stored) == len(acknowledged), "every acknowledged proposal is stored exactly once"
+        for outcome in acknowledged:
+            row = stored[outcome["proposal"]]
+            assert row.item_id == outcome["claim"], "a proposal holds another call's item"
+            assert row.agent_name == f"{case_id}-agent-{outcome['agent']}"
+            assert row.pinned_revision == pinned
