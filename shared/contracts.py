@@ -209,6 +209,21 @@ class RecordSources(Contract):
     expected_revision: Revision | None = None
 
 
+class RecordRef(Contract):
+    record: Literal["source", "claim"]
+    id: Slug
+
+
+class RetireRecords(Contract):
+    """A reviewer retires canonical records: they stay in history, no longer count as evidence."""
+
+    actor: Actor
+    case_id: Slug
+    records: Annotated[list[RecordRef], Field(min_length=1, max_length=50)]
+    note: _text(2000)
+    expected_revision: Revision | None = None
+
+
 class ListProposals(Contract):
     actor: Actor
     case_id: Slug

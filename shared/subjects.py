@@ -31,6 +31,7 @@ class Command(StrEnum):
     INSPECT_SOURCES = "inspect_sources"
     SET_FOCUS = "set_focus"
     GET_COMPANY_CONTEXT = "get_company_context"
+    CASE_LEDGER = "case_ledger"
     # review
     CREATE_CASE = "create_case"
     LIST_CASES = "list_cases"
@@ -38,6 +39,7 @@ class Command(StrEnum):
     CASE_HISTORY = "case_history"
     ADD_GUIDANCE = "add_guidance"
     RECORD_SOURCES = "record_sources"
+    RETIRE_RECORDS = "retire_records"
     LIST_PROPOSALS = "list_proposals"
     GET_PROPOSAL = "get_proposal"
     DECIDE = "decide"
@@ -56,10 +58,11 @@ OWNER: dict[Command, Service] = {
     **{c: Service.STAGING for c in (Command.STAGE_SOURCES, Command.STAGE_CLAIMS, Command.STAGE_RELATIONS,
                                     Command.STAGE_MERGE, Command.STAGE_VERDICT)},
     **{c: Service.PROJECTION for c in (Command.GET_WORKSPACE, Command.INSPECT_SOURCES, Command.SET_FOCUS,
-                                       Command.GET_COMPANY_CONTEXT)},
+                                       Command.GET_COMPANY_CONTEXT, Command.CASE_LEDGER)},
     **{c: Service.REVIEW for c in (Command.CREATE_CASE, Command.LIST_CASES, Command.GET_CASE,
                                    Command.CASE_HISTORY, Command.ADD_GUIDANCE, Command.RECORD_SOURCES,
-                                   Command.LIST_PROPOSALS, Command.GET_PROPOSAL, Command.DECIDE)},
+                                   Command.RETIRE_RECORDS, Command.LIST_PROPOSALS, Command.GET_PROPOSAL,
+                                   Command.DECIDE)},
     **{c: Service.THESIS_DELTA for c in (Command.PROPOSE_CLAIM_DELTA, Command.CREATE_COMPANY,
                                          Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
                                          Command.ADD_THESIS_CLAIM, Command.LIST_DELTAS, Command.GET_DELTA,

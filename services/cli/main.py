@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from services.cli.review import app as review_app
 from shared.settings import ConfigurationError, Settings, get_settings
 from shared.subjects import Service
 
@@ -21,6 +22,7 @@ demo_app = typer.Typer(help="Demo data.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(case_app, name="case")
 app.add_typer(demo_app, name="demo")
+app.add_typer(review_app, name="review")
 
 
 def _settings(data_dir: Path | None = None) -> Settings:

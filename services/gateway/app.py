@@ -7,11 +7,13 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.staticfiles import StaticFiles
 from faststream.nats import NatsBroker
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -20,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway import http_api, metrics
+from services.gateway import http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.errors import http_error
 from services.gateway.mcp_server import CORRELATION_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, build_server, principal_from_http
@@ -163,6 +165,8 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     )
     app.state.gateway = gateway
     app.include_router(http_api.router)
+    app.include_router(ui.router)
+    app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
 
     @app.exception_handler(ThreadlineError)
     async def on_error(request: Request, error: ThreadlineError) -> Response:

@@ -140,6 +140,29 @@ async def record_sources(
     )
 
 
+class RetireBody(Contract):
+    records: Annotated[list[c.RecordRef], Field(min_length=1, max_length=50)]
+    note: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    expected_revision: Revision | None = None
+
+
+@router.post("/cases/{case_id}/retirements", tags=["cases"])
+async def retire_records(
+    case_id: str, body: RetireBody, request: Request, principal: Principal = caller(*READERS)
+) -> Any:
+    return await call(
+        request,
+        Command.RETIRE_RECORDS,
+        c.RetireRecords(actor=principal.actor(), case_id=case_id, records=body.records, note=body.note,
+                        expected_revision=body.expected_revision),
+    )
+
+
+@router.get("/cases/{case_id}/ledger", tags=["cases"])
+async def case_ledger(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+
+
 @router.get("/cases/{case_id}/proposals", tags=["proposals"])
 async def list_proposals(
     case_id: str,

@@ -308,3 +308,23 @@ async def guidance(connection: AsyncConnection, case_id: str) -> list[dict[str, 
     for entry in entries:
         entry["at"] = entry["at"].isoformat()
     return entries
+
+
+async def provenance_of_claims(connection: AsyncConnection, case_id: str) -> dict[str, dict[str, Any]]:
+    rows = await connection.execute(
+        select(claims.c.claim_id, claims.c.staged_by, claims.c.decided_by, claims.c.decided_at,
+               claims.c.proposal_id).where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+    )
+    return {
+        r.claim_id: {"stagedBy": r.staged_by, "acceptedBy": r.decided_by, "acceptedAt": r.decided_at.isoformat(),
+                     "proposalId": r.proposal_id}
+        for r in rows
+    }
+
+
+async def group_list(connection: AsyncConnection, case_id: str) -> list[dict[str, Any]]:
+    rows = await connection.execute(
+        select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+        .order_by(merge_groups.c.revision, merge_groups.c.group_id)
+    )
+    return [dict(r) for r in rows.mappings()]

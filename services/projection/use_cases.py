@@ -6,7 +6,7 @@ from typing import Any
 
 from services.projection import domain, repository
 from shared import outbox
-from shared.contracts import GetWorkspaceArgs, InspectSourcesArgs, SetFocusArgs, ToolRequest
+from shared.contracts import CaseRef, GetWorkspaceArgs, InspectSourcesArgs, SetFocusArgs, ToolRequest
 from shared.errors import InvalidArgument, NoActiveCase, NotFound, WrongCase
 from shared.events import EventType, FocusChanged, case_event
 from shared.service import Meta, ServiceContext
@@ -125,9 +125,11 @@ def _verdict(snapshot: domain.LedgerSnapshot, verdict: domain.ClaimView | None, 
     }
 
 
-def _claims(snapshot: domain.LedgerSnapshot, focus: str) -> dict[str, Any]:
-    ordered = domain.focus_order(snapshot, focus)
-    listed, omitted = domain.capped(ordered, domain.CLAIMS_CAP)
+def _claims(
+    snapshot: domain.LedgerSnapshot, focus: str, cap: int = domain.CLAIMS_CAP, with_verdict: bool = True
+) -> dict[str, Any]:
+    ordered = [c for c in domain.focus_order(snapshot, focus) if with_verdict or c.kind != "verdict"]
+    listed, omitted = domain.capped(ordered, cap)
     support = domain.support(snapshot)
     groups_of: dict[str, list[str]] = {}
     for group_id, members in snapshot.groups.items():
@@ -218,6 +220,61 @@ async def _guidance(connection: Any, case_id: str, snapshot: domain.LedgerSnapsh
         for item in domain.unresolved(snapshot)
     ]
     return entries + gaps
+
+
+LEDGER_CLAIMS_CAP = 500
+
+
+async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
+    """The whole canonical ledger of a case for reviewers, claims in the order of the case's focus."""
+    async with ctx.db.read() as connection:
+        case = await repository.case_row(connection, cmd.case_id)
+        if case is None:
+            raise NotFound(f"there is no case {cmd.case_id!r}", field="caseId", hint="list cases first")
+        focus = await repository.focus_of(connection, cmd.case_id)
+        snapshot = await repository.snapshot(connection, cmd.case_id, case.revision)
+        provenance = await repository.provenance_of_claims(connection, cmd.case_id)
+        sources = await repository.source_list(connection, cmd.case_id)
+        groups = await repository.group_list(connection, cmd.case_id)
+        pending = await repository.pending_proposals(connection, cmd.case_id)
+        pending_items = await repository.proposal_items_status(connection, [p["proposal_id"] for p in pending])
+    claims = _claims(snapshot, focus, cap=LEDGER_CLAIMS_CAP, with_verdict=False)
+    for claim in claims["items"]:
+        claim["provenance"] = provenance.get(claim["claimId"])
+    verdict = snapshot.verdict
+    return {
+        "caseId": case.case_id,
+        "title": case.title,
+        "question": case.question,
+        "revision": case.revision,
+        "focus": focus,
+        "verdict": _verdict(snapshot, verdict, 0) | ({"provenance": provenance.get(verdict.claim_id)} if verdict
+                                                     else {}),
+        "claims": claims,
+        "sources": [
+            {"sourceId": r["source_id"], "publisher": r["publisher"], "title": r["title"], "url": r["url"],
+             "type": r["type"], "publicationDate": r["publication_date"], "revision": r["revision"],
+             "derivedClaims": r["derived"]}
+            for r in sources
+        ],
+        "relations": [
+            {"relationId": r.relation_id, "sourceClaimId": r.source_claim_id, "targetClaimId": r.target_claim_id,
+             "type": r.type, "verdictBasis": r.verdict_basis}
+            for r in snapshot.relations
+        ],
+        "groups": [
+            {"groupId": g["group_id"], "label": g["label"], "confidence": g["confidence"],
+             "members": sorted(snapshot.groups.get(g["group_id"], []))}
+            for g in groups
+        ],
+        "unresolved": len(domain.unresolved(snapshot)),
+        "pendingProposals": [
+            {"proposalId": p["proposal_id"], "kind": p["kind"], "agent": p["agent_name"],
+             "stagedAt": p["created_at"].isoformat(), "pinnedRevision": p["pinned_revision"],
+             "items": pending_items.get(p["proposal_id"], [])}
+            for p in pending
+        ],
+    }
 
 
 async def inspect_sources(

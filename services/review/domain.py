@@ -70,6 +70,19 @@ def check_expected_revision(expected: int | None, revision: int) -> None:
         )
 
 
+def check_retirable(wanted: Sequence[tuple[str, str]], statuses: dict[tuple[str, str], str]) -> None:
+    for i, key in enumerate(wanted):
+        status = statuses.get(key)
+        if status is None:
+            raise InvalidArgument(f"there is no canonical {key[0]} {key[1]!r} in this case",
+                                  field=f"records[{i}].id", hint="retire only canonical records of the case")
+        if status != "active":
+            raise InvalidArgument(f"the {key[0]} {key[1]!r} is already {status}", field=f"records[{i}].id",
+                                  hint="retired and superseded records stay in history as they are")
+        if key in wanted[:i]:
+            raise InvalidArgument(f"{key[0]} {key[1]!r} is listed twice", field=f"records[{i}]", hint="list it once")
+
+
 def check_request(proposal: StoredProposal, accept: Sequence[str], reject: Sequence[str]) -> None:
     if not accept and not reject:
         raise InvalidArgument(

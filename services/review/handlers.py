@@ -16,6 +16,7 @@ from shared.contracts import (
     ListProposals,
     ProposalRef,
     RecordSources,
+    RetireRecords,
 )
 from shared.messaging import ok
 from shared.service import Meta, ServiceContext
@@ -52,6 +53,10 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
     @router.subscriber(subject(Command.RECORD_SOURCES), **options)
     async def record_sources(cmd: RecordSources, message: NatsMessage) -> dict[str, Any]:
         return ok(await use_cases.record_sources(ctx, cmd, Meta.of(message)))
+
+    @router.subscriber(subject(Command.RETIRE_RECORDS), **options)
+    async def retire_records(cmd: RetireRecords, message: NatsMessage) -> dict[str, Any]:
+        return ok(await use_cases.retire_records(ctx, cmd, Meta.of(message)))
 
     @router.subscriber(subject(Command.LIST_PROPOSALS), **options)
     async def list_proposals(cmd: ListProposals) -> dict[str, Any]:

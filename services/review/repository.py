@@ -429,3 +429,49 @@ async def case_history(connection: AsyncConnection, case_id: str, limit: int, be
         query = query.where(change_log.c.revision < before)
     rows = await connection.execute(query.order_by(change_log.c.revision.desc()).limit(limit))
     return [dict(r) for r in rows.mappings()]
+
+
+async def retire(
+    connection: AsyncConnection, case_id: str, record: str, record_id: str, provenance: Provenance
+) -> list[str]:
+    """Retire one active source or claim (a claim takes its active relations with it); return what ended."""
+    ended = {"ended_by": provenance.decided_by, "ended_at": provenance.decided_at,
+             "ended_revision": provenance.revision, "status": "retired"}
+    if record == "source":
+        await connection.execute(
+            update(sources).where(sources.c.case_id == case_id, sources.c.source_id == record_id).values(**ended)
+        )
+        return []
+    await connection.execute(
+        update(claims).where(claims.c.case_id == case_id, claims.c.claim_id == record_id).values(**ended)
+    )
+    rows = await connection.execute(
+        update(relations)
+        .where(
+            relations.c.case_id == case_id,
+            relations.c.status == "active",
+            (relations.c.source_claim_id == record_id) | (relations.c.target_claim_id == record_id),
+        )
+        .values(**ended)
+        .returning(relations.c.relation_id)
+    )
+    return [r.relation_id for r in rows]
+
+
+async def record_statuses(
+    connection: AsyncConnection, case_id: str, source_ids: list[str], claim_ids: list[str]
+) -> dict[tuple[str, str], str]:
+    found: dict[tuple[str, str], str] = {}
+    if source_ids:
+        rows = await connection.execute(
+            select(sources.c.source_id, sources.c.status).where(
+                sources.c.case_id == case_id, sources.c.source_id.in_(source_ids)
+            )
+        )
+        found.update({("source", r.source_id): r.status for r in rows})
+    if claim_ids:
+        rows = await connection.execute(
+            select(claims.c.claim_id, claims.c.status).where(claims.c.case_id == case_id, claims.c.claim_id.in_(claim_ids))
+        )
+        found.update({("claim", r.claim_id): r.status for r in rows})
+    return found

@@ -21,6 +21,7 @@ from shared.contracts import (
     ListProposals,
     ProposalRef,
     RecordSources,
+    RetireRecords,
 )
 from shared.db.queries import ledger_facts
 from shared.db.tables import case_focus, claims, guidance_notes, merge_groups, proposals, relations, sources
@@ -238,6 +239,32 @@ async def _log_change(
         traceparent=meta.traceparent,
     )
     await outbox.append(connection, [event, *(also or [])])
+
+
+async def retire_records(ctx: ServiceContext, cmd: RetireRecords, meta: Meta) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    wanted = [(r.record, r.id) for r in cmd.records]
+    async with ctx.db.transaction() as connection:
+        revision = await repository.lock_case(connection, cmd.case_id)
+        if revision is None:
+            raise _case_not_found(cmd.case_id)
+        domain.check_expected_revision(cmd.expected_revision, revision)
+        statuses = await repository.record_statuses(
+            connection, cmd.case_id, [i for r, i in wanted if r == "source"], [i for r, i in wanted if r == "claim"]
+        )
+        domain.check_retirable(wanted, statuses)
+        new_revision = await repository.bump_revision(connection, cmd.case_id)
+        provenance = Provenance(None, None, None, None, cmd.actor.name, now, new_revision)
+        retired = []
+        for record, record_id in wanted:
+            relations_ended = await repository.retire(connection, cmd.case_id, record, record_id, provenance)
+            retired.append({"record": record, "id": record_id, "note": cmd.note})
+            retired += [{"record": "relation", "id": r, "note": f"its claim {record_id} was retired"}
+                        for r in relations_ended]
+        summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
+        await _log_change(ctx, connection, cmd.case_id, new_revision, revision, cmd.actor.name, summary,
+                          LedgerChange(retired=retired), None, None, meta, now)
+    return {"caseId": cmd.case_id, "revision": new_revision, "retired": retired}
 
 
 # --- proposals and decisions ------------------------------------------------------------------------

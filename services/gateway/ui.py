@@ -1,0 +1,221 @@
+"""The review web page at /ui: server-rendered, autoescaped, usable without JavaScript.
+
+Sign-in stores the reviewer's bearer token in an HttpOnly, SameSite=Strict cookie scoped to /ui;
+every form carries a CSRF token derived from it, which a page on another origin cannot compute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from services.gateway.auth import Principal
+from shared import contracts as c
+from shared.errors import Forbidden, ThreadlineError, Unauthenticated
+from shared.subjects import Command
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+COOKIE = "threadline_session"
+REVIEW_ROLES = ("reviewer", "admin")
+
+templates = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+templates.filters["short"] = lambda value, n=8: str(value)[:n]
+templates.filters["when"] = lambda value: str(value or "")[:19].replace("T", " ")
+
+# Staged records read best in this order; anything else follows in its stored order.
+FIELD_ORDER = [
+    "id", "groupId", "claim", "title", "text", "label", "publisher", "url", "type", "kind", "confidence",
+    "sourceClaimId", "targetClaimId", "memberClaimIds", "sourceIds", "publicationDate", "snapshotDate",
+    "authority", "evidenceText", "transformationNote", "proposalRationale", "rationale", "provenanceNote",
+    "lane", "order", "relations",
+]
+
+
+def ordered_fields(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    rank = {key: i for i, key in enumerate(FIELD_ORDER)}
+    return sorted(record.items(), key=lambda kv: rank.get(kv[0], len(FIELD_ORDER)))
+
+
+templates.filters["ordered"] = ordered_fields
+
+
+def csrf_token(session_token: str) -> str:
+    return hashlib.sha256(b"threadline-csrf:" + session_token.encode()).hexdigest()[:32]
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    principal: Principal | None = getattr(request.state, "principal", None)
+    session = request.cookies.get(COOKIE, "")
+    html = templates.get_template(template).render(
+        principal=principal, csrf=csrf_token(session) if session else "", path=request.url.path, **context
+    )
+    return HTMLResponse(html, status_code=status, headers={
+        "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                   "frame-ancestors 'none'; form-action 'self'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+    })
+
+
+async def signed_in(request: Request) -> Principal | None:
+    token = request.cookies.get(COOKIE)
+    if not token:
+        return None
+    try:
+        principal = await request.app.state.gateway.tokens.authenticate(f"Bearer {token}")
+    except Unauthenticated:
+        return None
+    if principal.role not in REVIEW_ROLES:
+        return None
+    request.state.principal = principal
+    return principal
+
+
+def to_signin(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"/ui/signin?next={quote(request.url.path)}", status_code=303)
+
+
+async def call(request: Request, command: Command, message: Any) -> Any:
+    return await request.app.state.gateway.client.call(
+        command, message, correlation_id=request.state.correlation_id, traceparent=request.state.traceparent
+    )
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    form = await request.form()
+    session = request.cookies.get(COOKIE, "")
+    if not session or not hmac.compare_digest(str(form.get("csrf", "")), csrf_token(session)):
+        raise Forbidden("the form expired or came from another site", hint="reload the page and submit again")
+    return {key: str(value) for key, value in form.items()}
+
+
+def failure(request: Request, error: ThreadlineError) -> HTMLResponse:
+    status = {"not_found": 404, "forbidden": 403}.get(error.code, 409 if error.code != "internal" else 500)
+    return render(request, "error.html", status=status, error=error)
+
+
+# --- sign-in ----------------------------------------------------------------------------------------
+
+
+@router.get("/signin")
+async def signin_page(request: Request, next: str = "/ui") -> Response:
+    return render(request, "signin.html", next=next if next.startswith("/ui") else "/ui", problem=None)
+
+
+@router.post("/signin")
+async def signin(request: Request) -> Response:
+    form = await request.form()
+    token = str(form.get("token", "")).strip()
+    target = str(form.get("next", "/ui"))
+    target = target if target.startswith("/ui") else "/ui"
+    try:
+        principal = await request.app.state.gateway.tokens.authenticate(f"Bearer {token}")
+    except Unauthenticated:
+        return render(request, "signin.html", status=401, next=target, problem="That token is not valid.")
+    if principal.role not in REVIEW_ROLES:
+        return render(request, "signin.html", status=403, next=target,
+                      problem="Agent tokens cannot review. Sign in with a reviewer or admin token.")
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui",
+                        secure=request.url.scheme == "https", max_age=12 * 3600)
+    return response
+
+
+@router.post("/signout")
+async def signout(request: Request) -> Response:
+    await form_of(request)
+    response = RedirectResponse("/ui/signin", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui")
+    return response
+
+
+# --- cases and proposals ----------------------------------------------------------------------------
+
+
+@router.get("")
+@router.get("/")
+async def home(request: Request) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    listed = await call(request, Command.LIST_CASES, c.ListCases(actor=principal.actor()))
+    return render(request, "cases.html", cases=listed["cases"])
+
+
+@router.get("/cases/{case_id}")
+async def case_page(request: Request, case_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    try:
+        ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+    except ThreadlineError as error:
+        return failure(request, error)
+    lanes: dict[str, list[dict]] = {}
+    for claim in ledger["claims"]["items"]:
+        lanes.setdefault(claim["lane"] or claim["kind"], []).append(claim)
+    return render(request, "case.html", ledger=ledger, lanes=lanes)
+
+
+@router.get("/cases/{case_id}/history")
+async def history_page(request: Request, case_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    try:
+        history = await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
+    except ThreadlineError as error:
+        return failure(request, error)
+    return render(request, "history.html", history=history)
+
+
+@router.get("/proposals/{proposal_id}")
+async def proposal_page(request: Request, proposal_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    return await _proposal(request, principal, proposal_id, outcome=None, problem=None)
+
+
+async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
+                    problem: ThreadlineError | None, status: int = 200) -> Response:
+    try:
+        proposal = await call(request, Command.GET_PROPOSAL,
+                              c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
+    except ThreadlineError as error:
+        return failure(request, error)
+    return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem)
+
+
+@router.post("/proposals/{proposal_id}/decide")
+async def decide(request: Request, proposal_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    try:
+        form = await form_of(request)
+    except ThreadlineError as error:
+        return failure(request, error)
+    accept = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "accept"]
+    reject = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "reject"]
+    expected = form.get("expectedRevision")
+    try:
+        outcome = await call(request, Command.DECIDE, c.Decide(
+            actor=principal.actor(), proposal_id=proposal_id, accept=accept, reject=reject,
+            note=form.get("note") or None, expected_revision=int(expected) if expected else None))
+    except ThreadlineError as error:
+        return await _proposal(request, principal, proposal_id, outcome=None, problem=error, status=409)
+    return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None)
