@@ -289,3 +289,39 @@ class DecideDelta(Contract):
     operation_id: str
     decision: Literal["accept", "reject"]
     note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+def command_requests() -> dict[Any, type[BaseModel]]:
+    """The request contract of every command (for documentation: the handlers declare the same types)."""
+    from shared.subjects import Command
+
+    return {
+        Command.STAGE_SOURCES: ToolRequest[StageSourcesArgs],
+        Command.STAGE_CLAIMS: ToolRequest[StageClaimsArgs],
+        Command.STAGE_RELATIONS: ToolRequest[StageRelationsArgs],
+        Command.STAGE_MERGE: ToolRequest[StageMergeArgs],
+        Command.STAGE_VERDICT: ToolRequest[StageVerdictArgs],
+        Command.GET_WORKSPACE: ToolRequest[GetWorkspaceArgs],
+        Command.INSPECT_SOURCES: ToolRequest[InspectSourcesArgs],
+        Command.SET_FOCUS: ToolRequest[SetFocusArgs],
+        Command.GET_COMPANY_CONTEXT: ToolRequest[GetCompanyContextArgs],
+        Command.CASE_LEDGER: CaseRef,
+        Command.CREATE_CASE: CreateCase,
+        Command.LIST_CASES: ListCases,
+        Command.GET_CASE: CaseRef,
+        Command.CASE_HISTORY: CaseRef,
+        Command.ADD_GUIDANCE: AddGuidance,
+        Command.RECORD_SOURCES: RecordSources,
+        Command.RETIRE_RECORDS: RetireRecords,
+        Command.LIST_PROPOSALS: ListProposals,
+        Command.GET_PROPOSAL: ProposalRef,
+        Command.DECIDE: Decide,
+        Command.PROPOSE_CLAIM_DELTA: ProposeClaimDeltaRequest,
+        Command.CREATE_COMPANY: CreateCompany,
+        Command.GET_COMPANY: CompanyRef,
+        Command.ADD_SOURCE_FILE: AddSourceFile,
+        Command.ADD_THESIS_CLAIM: AddThesisClaim,
+        Command.LIST_DELTAS: ListDeltas,
+        Command.GET_DELTA: DeltaRef,
+        Command.DECIDE_DELTA: DecideDelta,
+    }

@@ -21,6 +21,7 @@ class EventType(StrEnum):
     PROPOSAL_DECIDED = "threadline.proposal.decided"
     LEDGER_CHANGED = "threadline.ledger.changed"
     FOCUS_CHANGED = "threadline.focus.changed"
+    GUIDANCE_ADDED = "threadline.guidance.added"
     THESIS_DELTA_COMMITTED = "threadline.thesis.delta.committed"
     THESIS_DELTA_DECIDED = "threadline.thesis.delta.decided"
     THESIS_CHANGED = "threadline.thesis.changed"
@@ -97,6 +98,15 @@ class FocusChanged(EventData):
     agent: str
 
 
+class GuidanceAdded(EventData):
+    """A reviewer wrote guidance for the case's agents (it appears in get_workspace guidance)."""
+
+    case_id: str
+    note_id: str
+    author: str
+    text: str
+
+
 class ThesisDeltaCommitted(EventData):
     """An agent committed a previewed claim delta; it now waits for human review."""
 
@@ -136,6 +146,7 @@ DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.PROPOSAL_DECIDED: ProposalDecided,
     EventType.LEDGER_CHANGED: LedgerChanged,
     EventType.FOCUS_CHANGED: FocusChanged,
+    EventType.GUIDANCE_ADDED: GuidanceAdded,
     EventType.THESIS_DELTA_COMMITTED: ThesisDeltaCommitted,
     EventType.THESIS_DELTA_DECIDED: ThesisDeltaDecided,
     EventType.THESIS_CHANGED: ThesisChanged,

@@ -175,12 +175,15 @@ class Stack:
     client: ServiceClient | None = None
     db: Database | None = None
 
-    async def start(self, *, gateway: bool = True, services: tuple = BACKEND_SERVICES) -> Stack:
+    async def start(self, *, gateway: bool = True, services: tuple = BACKEND_SERVICES,
+                    background: dict | None = None) -> Stack:
+        """Start services in this process; `background` replaces a service's background jobs (the relay)."""
         for service in services:
             module = app_module(service)
+            jobs = (background or {}).get(service, module.BACKGROUND)
             self.tasks.append(
                 asyncio.create_task(
-                    run_service(service, self.settings, module.build_router, background=module.BACKGROUND,
+                    run_service(service, self.settings, module.build_router, background=jobs,
                                 stop=self.stop_event, own_process=False),
                     name=f"service-{service.value}",
                 )
@@ -230,6 +233,18 @@ class Stack:
 
     async def issue_token(self, role: str, name: str, case_id: str | None = None) -> str:
         return (await TokenStore(self.db).issue(role=role, name=name, created_by="tests", case_id=case_id))["token"]
+
+    def environment(self) -> dict[str, str]:
+        """The environment a `threadline` subprocess needs to reach this deployment."""
+        return {
+            **{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
+            "THREADLINE_DATABASE_URL": self.settings.resolved_database_url(),
+            "THREADLINE_NATS_URL": self.settings.resolved_nats_url(),
+            "THREADLINE_NATS_PREFIX": self.settings.nats_prefix,
+            "THREADLINE_DATA_DIR": str(self.settings.data_dir),
+            "THREADLINE_LOG_LEVEL": "INFO",
+            "THREADLINE_RELAY_POLL_INTERVAL": "0.2",
+        }
 
     def api(self, role: str = "reviewer", token: str | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(

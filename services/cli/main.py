@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,10 +20,18 @@ app = typer.Typer(help="Threadline: agents stage research, humans decide what be
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 case_app = typer.Typer(help="Cases.", no_args_is_help=True)
 demo_app = typer.Typer(help="Demo data.", no_args_is_help=True)
+events_app = typer.Typer(help="Change events on the event stream.", no_args_is_help=True)
+projection_app = typer.Typer(help="The projection's read models.", no_args_is_help=True)
+docs_app = typer.Typer(help="Generated documentation.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks against a running system (figures, not pass/fail).", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(case_app, name="case")
 app.add_typer(demo_app, name="demo")
 app.add_typer(review_app, name="review")
+app.add_typer(events_app, name="events")
+app.add_typer(projection_app, name="projection")
+app.add_typer(docs_app, name="docs")
+app.add_typer(bench_app, name="bench")
 
 
 def _settings(data_dir: Path | None = None) -> Settings:
@@ -131,7 +140,100 @@ def demo_load(data_dir: DataDir = None) -> None:
     typer.echo(json.dumps(_run(load_demo(_settings(data_dir))), indent=2))
 
 
+@app.command()
+def relay(data_dir: DataDir = None) -> None:
+    """Run a standalone outbox relay (review replicas run one too; one leads at a time)."""
+    from services.review.relay import OutboxRelay
+    from shared.logging import configure_logging
+
+    settings = _settings(data_dir)
+    configure_logging("relay", settings.log_level, settings.log_format)
+
+    async def run() -> None:
+        import signal
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await OutboxRelay(settings).run(stop)
+
+    _run(run())
+
+
+@events_app.command("tail")
+def events_tail(
+    case: Annotated[Optional[str], typer.Option("--case", help="Only this case's events.")] = None,
+    from_start: Annotated[bool, typer.Option("--from-start", help="Replay from the first event.")] = False,
+    from_seq: Annotated[Optional[int], typer.Option("--from-seq", help="Start at this stream sequence.")] = None,
+    since: Annotated[Optional[datetime], typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
+    output: Annotated[str, typer.Option("--format", help="json (one JSON per line) or line (readable)")] = "auto",
+    count: Annotated[Optional[int], typer.Option("--count", help="Exit after this many events.")] = None,
+    idle_exit: Annotated[Optional[float], typer.Option("--idle-exit", help="Exit after N quiet seconds.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Print change events as they arrive (JSON lines carry the stream sequence, for resuming)."""
+    from services.cli.events import run_tail
+
+    if sum(bool(x) for x in (from_start, from_seq is not None, since is not None)) > 1:
+        raise typer.BadParameter("choose one of --from-start, --from-seq, --since")
+    as_json = output == "json" or (output == "auto" and not sys.stdout.isatty())
+    try:
+        run_tail(_settings(data_dir), case_id=case, from_start=from_start, from_seq=from_seq,
+                 since=since.astimezone() if since else None, as_json=as_json, count=count, idle_timeout=idle_exit)
+    except ConfigurationError as error:
+        typer.secho(f"error: {error}", fg="red", err=True)
+        raise typer.Exit(2) from None
+
+
+@projection_app.command("rebuild")
+def projection_rebuild(data_dir: DataDir = None) -> None:
+    """Recompute every read model from the ledger."""
+    from services.projection.use_cases import rebuild
+    from shared.db.session import Database
+    from shared.service import ServiceContext
+    from shared.subjects import Subjects
+
+    settings = _settings(data_dir)
+
+    async def run() -> int:
+        db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli")
+        try:
+            return await rebuild(ServiceContext(Service.PROJECTION, settings, db, Subjects(settings.nats_prefix)))
+        finally:
+            await db.dispose()
+
+    typer.echo(f"rebuilt the read models of {_run(run())} case(s)")
+
+
+@bench_app.command("events")
+def bench_events(
+    decisions: Annotated[int, typer.Option(help="Decisions per phase.")] = 200,
+    reviewers: Annotated[int, typer.Option(help="Concurrent reviewers in the loaded phase.")] = 32,
+    data_dir: DataDir = None,
+) -> None:
+    """Commit-to-subscriber latency of change events, at rest and under concurrent decisions."""
+    from services.cli.bench import Bench
+
+    results = _run(Bench(_settings(data_dir)).run(decisions, reviewers))
+    for result in results:
+        typer.echo(json.dumps(result))
+
+
+@docs_app.command("asyncapi")
+def docs_asyncapi(data_dir: DataDir = None) -> None:
+    """Print the AsyncAPI document of every command and event subject."""
+    from shared.asyncapi import document
+
+    typer.echo(json.dumps(document(_settings(data_dir)), indent=2))
+
+
 def main() -> None:
+    from shared.logging import configure_logging
+
+    # Operator commands log warnings to stderr only, keeping stdout for their output; `up` and `serve`
+    # configure their own logging.
+    configure_logging("cli", "WARNING", get_settings().log_format)
     app()
 
 

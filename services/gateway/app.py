@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from faststream.nats import NatsBroker
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy import text
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -26,6 +27,7 @@ from services.gateway import http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.errors import http_error
 from services.gateway.mcp_server import CORRELATION_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, build_server, principal_from_http
+from shared import asyncapi
 from shared.db.session import Database
 from shared.errors import InvalidArgument, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
@@ -209,6 +211,23 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
             checks["postgres"] = False
         ready = all(checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+    @app.get("/docs/asyncapi.json", include_in_schema=False)
+    async def asyncapi_json() -> Response:
+        return JSONResponse(asyncapi.document(settings))
+
+    @app.get("/docs/asyncapi", include_in_schema=False)
+    async def asyncapi_page(request: Request) -> Response:
+        doc = asyncapi.document(settings)
+        channels = doc["channels"]
+        html = ui.templates.get_template("asyncapi.html").render(
+            doc=doc,
+            events=[(n, c) for n, c in channels.items() if n.startswith("events.")],
+            commands=[(n, c) for n, c in channels.items() if n.startswith("cmd.") and not n.endswith(".reply")],
+            schema=lambda name: json.dumps(doc["components"]["messages"][name]["payload"], indent=2),
+            pretty=lambda body: json.dumps(body, indent=2),
+        )
+        return HTMLResponse(html, headers={"Content-Security-Policy": "default-src 'self'; script-src 'none'"})
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus() -> Response:

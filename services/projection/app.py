@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from services.projection.consumer import consume
 from services.projection.handlers import build_router
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import Service
 
 SERVICE = Service.PROJECTION
-BACKGROUND: list = []
+BACKGROUND = [consume]
 
 
 async def main(settings: Settings) -> None:

@@ -235,3 +235,80 @@ def record_body(source: Mapping[str, Any], transcriptions: Sequence[Mapping[str,
     for i, transcription in enumerate(transcriptions, 1):
         lines += [f"screenshotTranscription[{i}] label: {transcription['label']}", transcription["text"]]
     return "\n".join(lines)
+
+
+# --- read models ------------------------------------------------------------------------------------
+
+
+def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
+    """Counts that say how well the case's claims are grounded (merge groups counted once)."""
+    claims = [c for c in snapshot.claims if c.kind != "verdict"]
+    cited = {s for c in snapshot.claims for s in c.source_ids}
+    contradicted = {r.target_claim_id for r in snapshot.relations if r.type == "contradicts"}
+    verdict = snapshot.verdict
+    return {
+        "sources": {
+            "total": len(snapshot.source_types),
+            "byType": counts(snapshot.source_types.values()),
+            "uncited": len(set(snapshot.source_types) - cited),
+        },
+        "claims": {
+            "total": len(claims),
+            "independent": independent_units([c.claim_id for c in claims], snapshot.groups),
+            "withoutPrimarySource": sum(
+                1 for c in claims if not any(snapshot.source_types.get(s) in STRONG_SOURCE_TYPES for s in c.source_ids)
+            ),
+            "weak": sum(1 for c in claims if c.confidence in ("disputed", "unknown")),
+            "contradicted": sum(1 for c in claims if c.confidence == "contradicted" or c.claim_id in contradicted),
+        },
+        "verdict": {
+            "state": "accepted" if verdict else "missing",
+            "bases": sum(1 for r in snapshot.relations if verdict and r.target_claim_id == verdict.claim_id
+                         and r.verdict_basis),
+        },
+    }
+
+
+def ledger_counts(snapshot: LedgerSnapshot) -> dict[str, Any]:
+    claims = [c for c in snapshot.claims if c.kind != "verdict"]
+    return {
+        "sources": {"total": len(snapshot.source_types), "byType": counts(snapshot.source_types.values())},
+        "claims": {
+            "total": len(claims),
+            "independent": independent_units([c.claim_id for c in claims], snapshot.groups),
+            "byKind": counts(c.kind for c in claims),
+            "byConfidence": counts(c.confidence for c in claims),
+        },
+        "relations": {"total": len(snapshot.relations), "byType": counts(r.type for r in snapshot.relations)},
+        "groups": len(snapshot.groups),
+    }
+
+
+def verdict_view(snapshot: LedgerSnapshot) -> dict[str, Any]:
+    verdict = snapshot.verdict
+    if verdict is None:
+        return {"state": "missing"}
+    bases = [r for r in snapshot.relations if r.target_claim_id == verdict.claim_id and r.verdict_basis]
+    return {
+        "state": "accepted",
+        "claimId": verdict.claim_id,
+        "text": verdict.text,
+        "confidence": verdict.confidence,
+        "sourceIds": list(verdict.source_ids),
+        "revision": verdict.revision,
+        "bases": [{"relationId": r.relation_id, "claimId": r.source_claim_id, "type": r.type} for r in bases],
+    }
+
+
+def case_view(snapshot: LedgerSnapshot, guidance: list[dict[str, Any]]) -> dict[str, Any]:
+    """The projection's read model of one case: the same function serves live updates and rebuilds."""
+    return {
+        "revision": snapshot.revision,
+        "summary": {
+            "counts": ledger_counts(snapshot),
+            "verdict": verdict_view(snapshot),
+            "evidenceHealth": evidence_health(snapshot),
+        },
+        "unresolved": unresolved(snapshot),
+        "guidance": guidance,
+    }

@@ -13,6 +13,7 @@ from shared.db.tables import (
     agent_discoveries,
     agents,
     case_focus,
+    case_views,
     cases,
     claim_sources,
     claims,
@@ -22,6 +23,7 @@ from shared.db.tables import (
     merge_group_members,
     merge_groups,
     proposal_items,
+    projection_inbox,
     proposals,
     relations,
     sources,
@@ -328,3 +330,62 @@ async def group_list(connection: AsyncConnection, case_id: str) -> list[dict[str
         .order_by(merge_groups.c.revision, merge_groups.c.group_id)
     )
     return [dict(r) for r in rows.mappings()]
+
+
+# --- read models ------------------------------------------------------------------------------------
+
+
+async def guidance_marker(connection: AsyncConnection, case_id: str) -> str:
+    """Identifies the state of a case's guidance: notes are append-only, so their counts suffice."""
+    notes = (await connection.execute(
+        select(func.count()).select_from(decisions)
+        .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
+    )).scalar_one()
+    written = (await connection.execute(
+        select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id)
+    )).scalar_one()
+    return f"decisions:{notes}/notes:{written}"
+
+
+async def stored_view(connection: AsyncConnection, case_id: str) -> dict[str, Any] | None:
+    row = (await connection.execute(select(case_views).where(case_views.c.case_id == case_id))).mappings().first()
+    return dict(row) if row else None
+
+
+async def save_view(connection: AsyncConnection, case_id: str, view: dict[str, Any], marker: str) -> None:
+    values = {
+        "revision": view["revision"],
+        "guidance_marker": marker,
+        "summary": view["summary"],
+        "unresolved": view["unresolved"],
+        "guidance": view["guidance"],
+    }
+    statement = pg_insert(case_views).values(case_id=case_id, **values)
+    await connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=[case_views.c.case_id],
+            set_={**values, "updated_at": func.now()},
+            # Never replace a view with one computed from an older ledger.
+            where=case_views.c.revision <= statement.excluded.revision,
+        )
+    )
+
+
+async def record_applied(connection: AsyncConnection, event_id: str, event_type: str, stream_seq: int) -> bool:
+    """Record an event as applied; False when it already was (a redelivery)."""
+    row = await connection.execute(
+        pg_insert(projection_inbox)
+        .values(event_id=event_id, event_type=event_type, stream_seq=stream_seq)
+        .on_conflict_do_nothing()
+        .returning(projection_inbox.c.event_id)
+    )
+    return row.scalar_one_or_none() is not None
+
+
+async def case_ids(connection: AsyncConnection) -> list[str]:
+    return list((await connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())
+
+
+async def all_views(connection: AsyncConnection) -> dict[str, dict[str, Any]]:
+    rows = await connection.execute(select(case_views).order_by(case_views.c.case_id))
+    return {r["case_id"]: {k: v for k, v in dict(r).items() if k != "updated_at"} for r in rows.mappings()}

@@ -7,6 +7,7 @@ from typing import Any
 from services.projection import domain, repository
 from shared import outbox
 from shared.contracts import CaseRef, GetWorkspaceArgs, InspectSourcesArgs, SetFocusArgs, ToolRequest
+from shared.db.queries import lock_case_shared
 from shared.errors import InvalidArgument, NoActiveCase, NotFound, WrongCase
 from shared.events import EventType, FocusChanged, case_event
 from shared.service import Meta, ServiceContext
@@ -30,29 +31,43 @@ async def get_workspace(ctx: ServiceContext, request: ToolRequest[GetWorkspaceAr
     async with ctx.db.read() as connection:
         case = await repository.case_row(connection, case_id)
         focus = await repository.focus_of(connection, case_id)
-        snapshot = await repository.snapshot(connection, case_id, case.revision)
-        view: dict[str, Any] = {
+        view = await current_view(connection, case)
+        workspace: dict[str, Any] = {
             "caseId": case_id,
             "workspaceRevision": case.revision,
             "scope": scope,
             "focus": focus,
+            "title": case.title,
+            "question": case.question,
         }
         if scope in ("summary", "all"):
-            view.update(await _summary(connection, case, focus, snapshot))
+            workspace.update(await _summary(connection, case_id, view))
         if scope in ("claims", "all"):
-            view["claims"] = _claims(snapshot, focus)
+            snapshot = await repository.snapshot(connection, case_id, case.revision)
+            workspace["claims"] = _claims(snapshot, focus)
         if scope in ("sources", "all"):
-            view["sources"] = await _sources(connection, case_id)
+            workspace["sources"] = await _sources(connection, case_id)
         if scope in ("proposals", "all"):
-            view["proposals"] = await _proposals(connection, case_id, agent)
+            workspace["proposals"] = await _proposals(connection, case_id, agent)
         if scope in ("unresolved", "all"):
-            view["unresolved"] = domain.page(domain.unresolved(snapshot), request.args.cursor)
+            workspace["unresolved"] = domain.page(view["unresolved"], request.args.cursor)
         if scope in ("guidance", "all"):
-            view["guidance"] = domain.page(await _guidance(connection, case_id, snapshot), request.args.cursor)
-    if scope != "summary":
-        view["title"] = case.title
-        view["question"] = case.question
-    return view
+            workspace["guidance"] = domain.page(_guidance(view), request.args.cursor)
+    return workspace
+
+
+async def current_view(connection: Any, case: Any) -> dict[str, Any]:
+    """The case's read model when it is up to date with the ledger and its guidance; else computed now."""
+    stored = await repository.stored_view(connection, case.case_id)
+    marker = await repository.guidance_marker(connection, case.case_id)
+    if stored is not None and stored["revision"] == case.revision and stored["guidance_marker"] == marker:
+        return stored
+    return await compute_view(connection, case.case_id, case.revision) | {"guidance_marker": marker}
+
+
+async def compute_view(connection: Any, case_id: str, revision: int) -> dict[str, Any]:
+    snapshot = await repository.snapshot(connection, case_id, revision)
+    return domain.case_view(snapshot, await repository.guidance(connection, case_id))
 
 
 async def _active_case(ctx: ServiceContext, connection: Any, agent: str) -> str:
@@ -68,60 +83,27 @@ async def _active_case(ctx: ServiceContext, connection: Any, agent: str) -> str:
     return case_id
 
 
-async def _summary(connection: Any, case: Any, focus: str, snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
-    sources = list(snapshot.source_types.values())
-    pending = await repository.pending_by_kind(connection, case.case_id)
-    open_items = domain.unresolved(snapshot)
-    verdict = snapshot.verdict
-    non_verdict = [c for c in snapshot.claims if c.kind != "verdict"]
-    summary = {
-        "title": case.title,
-        "question": case.question,
+async def _summary(connection: Any, case_id: str, view: dict[str, Any]) -> dict[str, Any]:
+    pending = await repository.pending_by_kind(connection, case_id)
+    counts = view["summary"]["counts"]
+    verdict = view["summary"]["verdict"] | {"pendingProposals": pending.get("verdict", 0)}
+    return {
         "counts": {
-            "sources": {"total": len(sources), "byType": domain.counts(sources)},
-            "claims": {
-                "total": len(non_verdict),
-                "independent": domain.independent_units([c.claim_id for c in non_verdict], snapshot.groups),
-                "byKind": domain.counts(c.kind for c in non_verdict),
-                "byConfidence": domain.counts(c.confidence for c in non_verdict),
-            },
-            "relations": {
-                "total": len(snapshot.relations),
-                "byType": domain.counts(r.type for r in snapshot.relations),
-            },
-            "groups": len(snapshot.groups),
+            **counts,
             "pendingProposals": {"total": sum(pending.values()), "byKind": pending},
-            "unresolved": len(open_items),
+            "unresolved": len(view["unresolved"]),
         },
-        "verdict": _verdict(snapshot, verdict, pending.get("verdict", 0)),
+        "verdict": verdict,
+        "evidenceHealth": view["summary"]["evidenceHealth"],
         "nextSteps": domain.next_steps(
-            sources=len(sources),
-            claims=len(non_verdict),
-            relations=len(snapshot.relations),
-            has_verdict=verdict is not None,
+            sources=counts["sources"]["total"],
+            claims=counts["claims"]["total"],
+            relations=counts["relations"]["total"],
+            has_verdict=verdict["state"] == "accepted",
             pending=sum(pending.values()),
-            unresolved_count=len(open_items),
+            unresolved_count=len(view["unresolved"]),
         ),
         "sections": "get_workspace scope=claims|sources|proposals|unresolved|guidance|all for detail",
-    }
-    return summary
-
-
-def _verdict(snapshot: domain.LedgerSnapshot, verdict: domain.ClaimView | None, pending: int) -> dict[str, Any]:
-    if verdict is None:
-        return {"state": "missing", "pendingProposals": pending}
-    bases = [r for r in snapshot.relations if r.target_claim_id == verdict.claim_id and r.verdict_basis]
-    return {
-        "state": "accepted",
-        "claimId": verdict.claim_id,
-        "text": verdict.text,
-        "confidence": verdict.confidence,
-        "sourceIds": list(verdict.source_ids),
-        "revision": verdict.revision,
-        "bases": [
-            {"relationId": r.relation_id, "claimId": r.source_claim_id, "type": r.type} for r in bases
-        ],
-        "pendingProposals": pending,
     }
 
 
@@ -213,13 +195,13 @@ async def _proposals(connection: Any, case_id: str, agent: str) -> dict[str, Any
     }
 
 
-async def _guidance(connection: Any, case_id: str, snapshot: domain.LedgerSnapshot) -> list[dict[str, Any]]:
-    entries = await repository.guidance(connection, case_id)
+def _guidance(view: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reviewers' notes newest first, then the gaps the ledger shows."""
     gaps = [
         {"type": "gap", "gap": item["type"], "claimId": item.get("claimId"), "note": item["action"]}
-        for item in domain.unresolved(snapshot)
+        for item in view["unresolved"]
     ]
-    return entries + gaps
+    return view["guidance"] + gaps
 
 
 LEDGER_CLAIMS_CAP = 500
@@ -248,8 +230,8 @@ async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
         "question": case.question,
         "revision": case.revision,
         "focus": focus,
-        "verdict": _verdict(snapshot, verdict, 0) | ({"provenance": provenance.get(verdict.claim_id)} if verdict
-                                                     else {}),
+        "verdict": domain.verdict_view(snapshot) | ({"provenance": provenance.get(verdict.claim_id)} if verdict
+                                                    else {}),
         "claims": claims,
         "sources": [
             {"sourceId": r["source_id"], "publisher": r["publisher"], "title": r["title"], "url": r["url"],
@@ -364,3 +346,44 @@ async def set_focus(ctx: ServiceContext, request: ToolRequest[SetFocusArgs], met
         "workspaceRevision": case.revision,
         "note": "presentation only: the ledger and its revision are unchanged",
     }
+
+
+# --- read models, kept by change events -------------------------------------------------------------
+
+REFRESHING = {
+    EventType.CASE_CREATED.value,
+    EventType.LEDGER_CHANGED.value,
+    EventType.PROPOSAL_DECIDED.value,
+    EventType.GUIDANCE_ADDED.value,
+}
+
+
+async def apply_event(ctx: ServiceContext, envelope: dict[str, Any], stream_seq: int) -> bool:
+    """Apply one change event to the read models, exactly once; False when it was applied before."""
+    async with ctx.db.transaction() as connection:
+        if not await repository.record_applied(connection, envelope["id"], envelope["type"], stream_seq):
+            return False
+        if envelope["type"] in REFRESHING:
+            await refresh_view(connection, envelope["data"]["caseId"])
+    return True
+
+
+async def refresh_view(connection: Any, case_id: str) -> None:
+    """Recompute a case's view from the ledger. The shared case lock keeps decisions out meanwhile, so
+    concurrent refreshes (several replicas) each see a settled ledger and write in ledger order."""
+    await lock_case_shared(connection, case_id)
+    case = await repository.case_row(connection, case_id)
+    if case is None:
+        return
+    marker = await repository.guidance_marker(connection, case_id)
+    await repository.save_view(connection, case_id, await compute_view(connection, case_id, case.revision), marker)
+
+
+async def rebuild(ctx: ServiceContext) -> int:
+    """Recompute every case's view from the ledger (`threadline projection rebuild`)."""
+    async with ctx.db.read() as connection:
+        every_case = await repository.case_ids(connection)
+    for case_id in every_case:
+        async with ctx.db.transaction() as connection:
+            await refresh_view(connection, case_id)
+    return len(every_case)

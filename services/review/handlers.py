@@ -47,8 +47,8 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
         return ok(await use_cases.case_history(ctx, cmd))
 
     @router.subscriber(subject(Command.ADD_GUIDANCE), **options)
-    async def add_guidance(cmd: AddGuidance) -> dict[str, Any]:
-        return ok(await use_cases.add_guidance(ctx, cmd))
+    async def add_guidance(cmd: AddGuidance, message: NatsMessage) -> dict[str, Any]:
+        return ok(await use_cases.add_guidance(ctx, cmd, Meta.of(message)))
 
     @router.subscriber(subject(Command.RECORD_SOURCES), **options)
     async def record_sources(cmd: RecordSources, message: NatsMessage) -> dict[str, Any]:

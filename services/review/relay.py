@@ -103,6 +103,9 @@ class OutboxRelay:
                         log.warning("relay_publish_failed", aggregate=row["aggregate"], outbox_id=row["id"],
                                     error=repr(exc))
                         return
+                    if ack.duplicate:
+                        # Published before but not marked (a relay died in between): JetStream kept one.
+                        log.info("relay_duplicate_suppressed", outbox_id=row["id"], stream_seq=ack.seq)
                     acked.append((row["id"], ack.seq))
 
         await asyncio.gather(*(publish_chain(chain) for chain in chains.values()))

@@ -29,6 +29,7 @@ from shared.errors import AlreadyExists, InvalidArgument, NotFound
 from shared.events import (
     CaseCreated,
     EventType,
+    GuidanceAdded,
     LedgerChange,
     LedgerChanged,
     ProposalDecided,
@@ -100,14 +101,25 @@ def _case_view(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def add_guidance(ctx: ServiceContext, cmd: AddGuidance) -> dict[str, Any]:
+async def add_guidance(ctx: ServiceContext, cmd: AddGuidance, meta: Meta) -> dict[str, Any]:
     note_id = str(uuid.uuid4())
     async with ctx.db.transaction() as connection:
-        if await repository.get_case(connection, cmd.case_id) is None:
+        revision = await repository.lock_case(connection, cmd.case_id)
+        if revision is None:
             raise _case_not_found(cmd.case_id)
         await connection.execute(
             insert(guidance_notes).values(note_id=note_id, case_id=cmd.case_id, author=cmd.actor.name, text=cmd.text)
         )
+        await outbox.append(connection, [case_event(
+            ctx.subjects,
+            EventType.GUIDANCE_ADDED,
+            GuidanceAdded(case_id=cmd.case_id, note_id=note_id, author=cmd.actor.name, text=cmd.text),
+            case_id=cmd.case_id,
+            service=ctx.service.value,
+            revision=revision,
+            correlation_id=meta.correlation_id,
+            traceparent=meta.traceparent,
+        )])
     return {"noteId": note_id, "caseId": cmd.case_id, "author": cmd.actor.name, "text": cmd.text}
 
 

@@ -409,3 +409,26 @@ outbox = Table(  # writers: every service, in the transaction of the change; rel
     Column("stream_seq", BigInteger),
 )
 Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
+
+# --- read models (writer: projection) ---------------------------------------------------------------
+
+case_views = Table(  # writer: projection — derived from the ledger; rebuildable at any time
+    "case_views",
+    metadata,
+    Column("case_id", Text, ForeignKey("cases.case_id"), primary_key=True),
+    Column("revision", BigInteger, nullable=False),
+    Column("guidance_marker", Text, nullable=False),
+    Column("unresolved", JSONB, nullable=False),
+    Column("summary", JSONB, nullable=False),
+    Column("guidance", JSONB, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+projection_inbox = Table(  # writer: projection — events already applied, recorded with their effect
+    "projection_inbox",
+    metadata,
+    Column("event_id", UUID(as_uuid=False), primary_key=True),
+    Column("event_type", Text, nullable=False),
+    Column("stream_seq", BigInteger, nullable=False),
+    Column("applied_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)

@@ -48,7 +48,9 @@ async def test_staged_sources_accepted_by_a_reviewer_reach_the_stream(stack):
 
     async with stack.api("reviewer") as api:
         decided = await api.post(f"/api/v1/proposals/{proposal_id}/decisions",
-                                 json={"accept": ["src-one"], "expectedRevision": 0})
+                                 json={"accept": ["src-one"], "expectedRevision": 0},
+                                 headers={"X-Correlation-Id": "decision-corr-1",
+                                          "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
         assert decided.status_code == 200, decided.text
         assert decided.json()["revision"] == 1
 
@@ -58,6 +60,10 @@ async def test_staged_sources_accepted_by_a_reviewer_reach_the_stream(stack):
     assert event["type"] == "threadline.ledger.changed" and event["revision"] == 1
     assert event["data"]["changes"]["sourcesAdded"][0]["id"] == "src-one"
     assert event["headers"]["Nats-Msg-Id"] == event["id"]
+    # The decision's correlation id and trace context travel with the event it caused.
+    assert event["correlationid"] == event["headers"]["correlation_id"] == "decision-corr-1"
+    assert event["traceparent"] == event["headers"]["traceparent"] == (
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 
 
 async def test_a_handler_failure_answers_with_an_error_not_a_timeout(stack):

@@ -1,0 +1,139 @@
+"""`threadline bench events`: how long from a decision's commit until its event reaches a subscriber.
+
+Runs against a running system (it finds it like every CLI command). Each measured decision accepts
+one staged source, which commits revision r+1 and its `ledger.changed` event; a subscriber on the
+stream notes when each event arrives. The event's CloudEvents `time` is taken inside the committing
+transaction, just before the commit, so `arrival - time` is commit-to-subscriber latency (overstated
+by the last statements of the transaction, well under a millisecond here). Two phases: at rest (one
+reviewer, one decision at a time) and under load (N reviewers deciding concurrently, each on a case).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import statistics
+import time
+from datetime import datetime
+from typing import Any
+
+import nats
+from nats.js.api import DeliverPolicy
+
+from services.gateway.auth import TokenStore
+from shared.contracts import Actor
+from shared.db.session import Database
+from shared.messaging import ServiceClient, create_broker
+from shared.settings import Settings
+from shared.subjects import Command, Subjects
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def describe(name: str, latencies_ms: list[float], seconds: float, decisions: int) -> dict[str, Any]:
+    return {
+        "phase": name,
+        "decisions": decisions,
+        "decisionsPerSecond": round(decisions / seconds, 1) if seconds else None,
+        "p50Ms": round(percentile(latencies_ms, 0.50), 2),
+        "p90Ms": round(percentile(latencies_ms, 0.90), 2),
+        "p99Ms": round(percentile(latencies_ms, 0.99), 2),
+        "maxMs": round(max(latencies_ms), 2),
+        "meanMs": round(statistics.fmean(latencies_ms), 2),
+    }
+
+
+class Bench:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.run_id = secrets.token_hex(3)
+        self.arrivals: dict[str, float] = {}
+        self.sent_at: dict[str, float] = {}
+        self.arrived = asyncio.Condition()
+
+    async def prepare_case(self, n: int, proposals: int) -> list[tuple[str, str]]:
+        case_id = f"bench-{self.run_id}-{n}"
+        operator = Actor(name="bench", role="admin").dump()
+        agent = {"name": f"bench-agent-{self.run_id}-{n}", "role": "agent"}
+        await self.client.call(Command.CREATE_CASE, {"actor": operator, "caseId": case_id, "title": "bench",
+                                                     "question": "How fast do events arrive?"})
+        await self.tokens.assign(agent["name"], case_id)
+        await self.client.call(Command.GET_WORKSPACE, {"actor": agent, "args": {}})
+        staged = []
+        for k in range(proposals):
+            source = {"id": f"s{k}", "publisher": "bench", "title": "bench", "url": "https://example.org/bench",
+                      "publicationDate": "unknown", "snapshotDate": "2026-01-01", "type": "primary",
+                      "authority": "bench", "evidenceText": "bench", "provenanceNote": "bench"}
+            result = await self.client.call(Command.STAGE_SOURCES, {"actor": agent, "args": {
+                "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source]}})
+            staged.append((result["proposalId"], f"s{k}"))
+        return staged
+
+    async def listen(self, js: Any) -> Any:
+        async def on_event(message: Any) -> None:
+            arrived = time.time()
+            event = json.loads(message.data)
+            committed = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+            async with self.arrived:
+                self.arrivals[event["data"]["decisionId"]] = (arrived - committed) * 1000
+                self.arrived.notify_all()
+
+        return await js.subscribe(f"{self.settings.nats_prefix}.events.case.*.ledger.changed", cb=on_event,
+                                  ordered_consumer=True, deliver_policy=DeliverPolicy.NEW,
+                                  stream=self.settings.stream_name)
+
+    async def decide(self, proposal_id: str, item: str, reviewer: str) -> str:
+        outcome = await self.client.call(Command.DECIDE, {
+            "actor": {"name": reviewer, "role": "reviewer"}, "proposalId": proposal_id, "accept": [item]})
+        return outcome["decisionId"]
+
+    async def wait_for(self, decision_ids: list[str], timeout: float = 30) -> None:
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: all(d in self.arrivals for d in decision_ids)),
+                                   timeout)
+
+    async def run(self, decisions: int, reviewers: int) -> list[dict[str, Any]]:
+        broker = create_broker(self.settings.resolved_nats_url(), name="threadline-bench")
+        await broker.connect()
+        db = Database.from_url(self.settings.resolved_database_url(), pool_size=2, application_name="threadline-bench")
+        self.client = ServiceClient(broker, Subjects(self.settings.nats_prefix), 30.0)
+        self.tokens = TokenStore(db)
+        connection = await nats.connect(self.settings.resolved_nats_url(), name="threadline-bench-subscriber")
+        try:
+            subscription = await self.listen(connection.jetstream())
+            per_reviewer = max(1, decisions // reviewers)
+            at_rest = await self.prepare_case(0, decisions)
+            loaded = await asyncio.gather(*(self.prepare_case(n + 1, per_reviewer) for n in range(reviewers)))
+
+            started = time.perf_counter()
+            rest_ids = []
+            for proposal_id, item in at_rest:
+                decision_id = await self.decide(proposal_id, item, "bench-reviewer")
+                await self.wait_for([decision_id])
+                rest_ids.append(decision_id)
+            rest_seconds = time.perf_counter() - started
+
+            async def reviewer(n: int, staged: list[tuple[str, str]]) -> list[str]:
+                return [await self.decide(p, i, f"bench-reviewer-{n}") for p, i in staged]
+
+            started = time.perf_counter()
+            load_ids = [d for ids in await asyncio.gather(*(reviewer(n, s) for n, s in enumerate(loaded)))
+                        for d in ids]
+            await self.wait_for(load_ids, timeout=120)
+            load_seconds = time.perf_counter() - started
+            await subscription.unsubscribe()
+        finally:
+            await connection.close()
+            await broker.stop()
+            await db.dispose()
+        return [
+            describe("at rest (1 reviewer, sequential)", [self.arrivals[d] for d in rest_ids], rest_seconds,
+                     len(rest_ids)),
+            describe(f"under load ({reviewers} concurrent reviewers)", [self.arrivals[d] for d in load_ids],
+                     load_seconds, len(load_ids)),
+        ]

@@ -1,0 +1,84 @@
+"""`threadline events tail`: change events as they arrive, from now, the start, a sequence or a time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import datetime
+from typing import Any, TextIO
+
+import nats
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from shared.settings import Settings
+from shared.subjects import Subjects
+
+
+def consumer_config(from_start: bool, from_seq: int | None, since: datetime | None) -> ConsumerConfig:
+    if from_seq is not None:
+        return ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_seq,
+                              ack_policy=AckPolicy.NONE)
+    if since is not None:
+        return ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_TIME, opt_start_time=since,
+                              ack_policy=AckPolicy.NONE)
+    return ConsumerConfig(deliver_policy=DeliverPolicy.ALL if from_start else DeliverPolicy.NEW,
+                          ack_policy=AckPolicy.NONE)
+
+
+def line(sequence: int, subject: str, event: dict[str, Any]) -> str:
+    revision = f" r{event['revision']}" if "revision" in event else ""
+    data = event.get("data", {})
+    about = data.get("summary") or ", ".join(f"{k}={v}" for k, v in data.items() if isinstance(v, (str, int)))[:160]
+    return f"#{sequence} {event.get('time', '')[:23]} {event.get('type', '?')}{revision} {event.get('subject', '')} {about}"
+
+
+async def tail(
+    settings: Settings,
+    *,
+    case_id: str | None = None,
+    from_start: bool = False,
+    from_seq: int | None = None,
+    since: datetime | None = None,
+    as_json: bool = True,
+    count: int | None = None,
+    idle_timeout: float | None = None,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Print events until interrupted (or `count` events, or `idle_timeout` seconds without one)."""
+    subjects = Subjects(settings.nats_prefix)
+    connection = await nats.connect(settings.resolved_nats_url(), name="threadline-events-tail")
+    printed = 0
+    try:
+        subscription = await connection.jetstream().subscribe(
+            subjects.case_events(case_id) if case_id else subjects.events_wildcard,
+            stream=settings.stream_name,
+            ordered_consumer=True,
+            config=consumer_config(from_start, from_seq, since),
+        )
+        while count is None or printed < count:
+            try:
+                message = await subscription.next_msg(timeout=idle_timeout or 3600 * 24 * 365)
+            except (TimeoutError, nats.errors.TimeoutError):
+                if idle_timeout:
+                    break
+                continue
+            event = json.loads(message.data)
+            sequence = message.metadata.sequence.stream
+            if as_json:
+                out.write(json.dumps({"streamSequence": sequence, "subject": message.subject, "event": event},
+                                     ensure_ascii=False) + "\n")
+            else:
+                out.write(line(sequence, message.subject, event) + "\n")
+            out.flush()
+            printed += 1
+    finally:
+        await connection.close()
+    return printed
+
+
+def run_tail(settings: Settings, **options: Any) -> None:
+    try:
+        asyncio.run(tail(settings, **options))
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,70 @@
+"""The projection's event consumer: the durable `projection` consumer of the event stream.
+
+Explicit acks: an event is acknowledged only after its effect committed; a failure naks it for
+redelivery. Applying is idempotent (the inbox records each event id in the same transaction), so a
+redelivered or replayed event changes nothing twice. The consumer is provisioned by `migrate`; this
+code binds to it and never redeclares it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import nats
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import NotFoundError
+
+from services.projection import use_cases
+from shared.logging import bound, get_logger
+from shared.service import ServiceContext
+from shared.streams import PROJECTION_CONSUMER
+
+log = get_logger(__name__)
+
+BATCH = 64
+RETRY_DELAY_SECONDS = 2.0
+
+
+async def consume(ctx: ServiceContext) -> None:
+    """Background job of the projection service."""
+    connection = await nats.connect(ctx.settings.resolved_nats_url(), name="threadline-projection-consumer",
+                                    max_reconnect_attempts=-1)
+    try:
+        js = connection.jetstream()
+        while True:
+            try:
+                subscription = await js.pull_subscribe_bind(PROJECTION_CONSUMER, stream=ctx.settings.stream_name)
+                break
+            except NotFoundError:
+                log.error("projection_consumer_missing", stream=ctx.settings.stream_name,
+                          hint="run `threadline migrate` to provision the stream and its consumers")
+                await asyncio.sleep(5)
+        log.info("projection_consumer_started", stream=ctx.settings.stream_name)
+        while True:
+            try:
+                messages = await subscription.fetch(BATCH, timeout=1.0)
+            except (TimeoutError, NatsTimeout):
+                continue
+            except nats.errors.Error as error:
+                log.warning("projection_fetch_failed", error=repr(error))
+                await asyncio.sleep(RETRY_DELAY_SECONDS)
+                continue
+            for message in messages:
+                await _handle(ctx, message)
+    finally:
+        await connection.close()
+
+
+async def _handle(ctx: ServiceContext, message: Any) -> None:
+    headers = message.headers or {}
+    with bound(correlation_id=headers.get("correlation_id"), event_id=headers.get("Nats-Msg-Id")):
+        try:
+            envelope = json.loads(message.data)
+            applied = await use_cases.apply_event(ctx, envelope, message.metadata.sequence.stream)
+            await message.ack()
+            log.debug("event_applied" if applied else "event_already_applied", type=envelope.get("type"))
+        except Exception as error:  # noqa: BLE001 - redeliver later; the stream keeps the event
+            log.warning("event_apply_failed", error=repr(error), subject=message.subject)
+            await message.nak(delay=RETRY_DELAY_SECONDS)

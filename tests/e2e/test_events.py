@@ -1,0 +1,124 @@
+"""Subscribers' view: read models kept by events, replay and resume, the example subscriber, AsyncAPI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from services.projection import repository as projection
+from tests.events import stream_events, wait_until_projected, wait_until_published
+from tests.factories import agent_session, claim_item, decide, seed, source_item
+
+ROOT = Path(__file__).resolve().parents[2]
+THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+def run(stack, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([str(THREADLINE), *args], env=stack.environment(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+async def some_traffic(stack) -> str:
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=2, claims=3)
+        staged = await agent.stage("stage_claims", claims=[claim_item("rejected-one", ids["sources"])])
+        await decide(stack, staged["proposalId"], reject=["rejected-one"], note="Too broad.")
+        async with stack.api() as api:
+            await api.post(f"/api/v1/cases/{agent.case_id}/guidance", json={"text": "Cite the agency data."})
+        await agent.ok("set_focus", {"expectedCaseId": agent.case_id, "focus": "unresolved"})
+        return agent.case_id
+
+
+async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
+    case_id = await some_traffic(stack)
+    await wait_until_published(stack.db)
+    await wait_until_projected(stack.settings)
+    async with stack.db.engine.connect() as connection:
+        live = await projection.all_views(connection)
+    assert live[case_id]["revision"] == 2
+    assert live[case_id]["guidance"][0]["note"] == "Cite the agency data."
+    assert live[case_id]["summary"]["evidenceHealth"]["claims"]["total"] == 3
+    rebuilt = await asyncio.to_thread(run, stack, "projection", "rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    async with stack.db.engine.connect() as connection:
+        after = await projection.all_views(connection)
+    assert after == live
+
+
+async def test_tail_from_start_sees_every_event_and_a_resumed_tail_only_the_rest(stack):
+    await some_traffic(stack)
+    await wait_until_published(stack.db)
+    everything = await stream_events(stack.settings)
+    replay = await asyncio.to_thread(run, stack, "events", "tail", "--from-start", "--format", "json",
+                                     "--count", str(len(everything)), "--idle-exit", "5")
+    lines = [json.loads(line) for line in replay.stdout.splitlines()]
+    assert [line["event"]["id"] for line in lines] == [e["id"] for e in everything]
+    middle = lines[len(lines) // 2]["streamSequence"]
+    resumed = await asyncio.to_thread(run, stack, "events", "tail", "--from-seq", str(middle + 1), "--format", "json",
+                                      "--idle-exit", "2")
+    rest = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert [r["streamSequence"] for r in rest] == [e["seq"] for e in everything if e["seq"] > middle]
+    readable = await asyncio.to_thread(run, stack, "events", "tail", "--from-start", "--format", "line", "--count", "1")
+    assert re.match(r"^#\d+ \S+ threadline\.\S+", readable.stdout)
+
+
+async def test_the_documented_example_subscriber_applies_each_revision_once_and_resumes(stack, tmp_path):
+    async with agent_session(stack) as agent:
+        await seed(agent, sources=2, claims=2)
+        await wait_until_published(stack.db)
+        command = [sys.executable, str(ROOT / "docs" / "examples" / "subscriber.py"), "--name",
+                   f"example-{agent.case_id}", "--case", agent.case_id, "--state", str(tmp_path / "state.json"),
+                   "--exit-when-idle", "2"]
+
+        def subscriber() -> list[dict]:
+            done = subprocess.run(command, env=stack.environment(), capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return [json.loads(line) for line in done.stdout.splitlines()]
+
+        first = await asyncio.to_thread(subscriber)
+        assert [e["revision"] for e in first] == [1, 2]
+        assert await asyncio.to_thread(subscriber) == []
+        await agent.accepted("stage_sources", sources=[source_item("one-more")])
+        await wait_until_published(stack.db)
+        assert [e["revision"] for e in await asyncio.to_thread(subscriber)] == [3]
+
+
+def resolve(document: dict, pointer: str) -> object:
+    node: object = document
+    for part in pointer.removeprefix("#/").split("/"):
+        node = node[part]  # type: ignore[index]
+    return node
+
+
+async def test_the_asyncapi_document_describes_every_subject_and_resolves(stack):
+    printed = await asyncio.to_thread(run, stack, "docs", "asyncapi")
+    document = json.loads(printed.stdout)
+    assert document["asyncapi"] == "3.0.0"
+    addresses = {c["address"] for c in document["channels"].values() if c["address"]}
+    prefix = stack.settings.nats_prefix
+    assert f"{prefix}.cmd.staging.stage_sources" in addresses
+    assert f"{prefix}.events.case.{{caseId}}.ledger.changed" in addresses
+    refs = re.findall(r'"\$ref": "([^"]+)"', json.dumps(document))
+    for ref in refs:
+        resolve(document, ref)
+    for operation in document["operations"].values():
+        resolve(document, operation["channel"]["$ref"])
+    async with stack.api() as api:
+        page = await api.get("/docs/asyncapi")
+        served = (await api.get("/docs/asyncapi.json")).json()
+    assert page.status_code == 200 and "<script" not in page.text.lower()
+    assert not re.search(r'(src|href)="https?://', page.text), "no external scripts or styles"
+    assert served == document
+
+
+async def test_the_event_latency_benchmark_runs_and_reports_percentiles(stack):
+    done = await asyncio.to_thread(run, stack, "bench", "events", "--decisions", "6", "--reviewers", "3",
+                                   timeout=120)
+    assert done.returncode == 0, done.stderr
+    phases = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [p["decisions"] for p in phases] == [6, 6]
+    assert all(0 <= p["p50Ms"] <= p["p99Ms"] <= p["maxMs"] for p in phases)

@@ -1,0 +1,61 @@
+"""Reading the event stream and the outbox in tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import nats
+from sqlalchemy import func, select
+
+from shared.db.tables import outbox
+from shared.settings import Settings
+
+
+async def stream_events(settings: Settings) -> list[dict]:
+    """Every event in the deployment's stream, in stream order, with its sequence and headers."""
+    connection = await nats.connect(settings.resolved_nats_url())
+    try:
+        js = connection.jetstream()
+        total = (await js.stream_info(settings.stream_name)).state.messages
+        subscription = await js.subscribe(f"{settings.nats_prefix}.events.>", ordered_consumer=True,
+                                          stream=settings.stream_name)
+        found = []
+        while len(found) < total:
+            message = await subscription.next_msg(timeout=10)
+            found.append({"seq": message.metadata.sequence.stream, "natsSubject": message.subject,
+                          "headers": message.headers, **json.loads(message.data)})
+        return found
+    finally:
+        await connection.close()
+
+
+async def unpublished(db) -> int:  # noqa: ANN001
+    async with db.engine.connect() as connection:
+        return (await connection.execute(
+            select(func.count()).select_from(outbox).where(outbox.c.published_at.is_(None)))).scalar_one()
+
+
+async def wait_until_published(db, timeout: float = 60) -> None:  # noqa: ANN001
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await unpublished(db):
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"{await unpublished(db)} events still unpublished")
+        await asyncio.sleep(0.1)
+
+
+async def wait_until_projected(settings: Settings, timeout: float = 60) -> None:
+    """Until the projection's durable consumer has acknowledged every event in the stream."""
+    connection = await nats.connect(settings.resolved_nats_url())
+    try:
+        js = connection.jetstream()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            info = await js.consumer_info(settings.stream_name, "projection")
+            if info.num_pending == 0 and info.num_ack_pending == 0:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"projection behind: {info.num_pending} pending, {info.num_ack_pending} unacked")
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()

@@ -1,0 +1,139 @@
+"""The relay under fire: killed with SIGKILL and restarted, or run twice at once; the stream stays exact."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from services.gateway.auth import TokenStore
+from shared.contracts import Actor
+from shared.subjects import Command, Service
+from tests.events import stream_events, wait_until_published
+from tests.factories import source_item
+from tests.support import Stack, new_deployment, remove_deployment
+
+FULL = bool(os.environ.get("THREADLINE_FULL"))
+CASES, DECISIONS_PER_CASE = (20, 25) if FULL else (8, 10)  # 500 decisions at full size, 80 otherwise
+KILL_EVERY_SECONDS = 1.0
+THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+class Relays:
+    """Relay processes (`threadline relay`), started and SIGKILLed like a crashing deployment."""
+
+    def __init__(self, stack: Stack, log_dir: Path) -> None:
+        self.stack = stack
+        self.log_dir = log_dir
+        self.processes: list[subprocess.Popen] = []
+        self.kills = 0
+
+    def start(self) -> subprocess.Popen:
+        log = open(self.log_dir / f"relay-{len(self.processes)}.log", "ab")  # noqa: SIM115
+        process = subprocess.Popen([str(THREADLINE), "relay"], env=self.stack.environment(), stdout=log,
+                                   stderr=log)
+        self.processes.append(process)
+        return process
+
+    def kill(self, process: subprocess.Popen) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.kills += 1
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=20)
+
+
+@pytest.fixture
+async def relay_stack(servers):
+    settings = await new_deployment(servers)
+    stack = await Stack(settings).start(gateway=False, background={Service.REVIEW: []})
+    yield stack
+    await stack.stop()
+    await remove_deployment(servers, settings)
+
+
+async def make_decisions(stack: Stack) -> int:
+    """CASES cases, each with DECISIONS_PER_CASE accepted proposals (one revision each)."""
+    operator = Actor(name="operator", role="admin").dump()
+    reviewer = Actor(name="reviewer", role="reviewer").dump()
+    store = TokenStore(stack.db)
+
+    async def one_case(n: int) -> None:
+        case_id = f"chaos-{n}"
+        await stack.client.call(Command.CREATE_CASE, {"actor": operator, "caseId": case_id, "title": "t",
+                                                      "question": "q"})
+        agent = {"name": f"agent-{n}", "role": "agent"}
+        await store.assign(agent["name"], case_id)
+        await stack.client.call(Command.GET_WORKSPACE, {"actor": agent, "args": {}})
+        proposals = []
+        for k in range(DECISIONS_PER_CASE):
+            staged = await stack.client.call(Command.STAGE_SOURCES, {"actor": agent, "args": {
+                "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}})
+            proposals.append((staged["proposalId"], f"s{k}"))
+        for proposal_id, item in proposals:
+            await stack.client.call(Command.DECIDE, {"actor": reviewer, "proposalId": proposal_id, "accept": [item]})
+
+    await asyncio.gather(*(one_case(n) for n in range(CASES)))
+    return CASES * DECISIONS_PER_CASE
+
+
+def assert_exact_stream(events: list[dict], expected_cases: int, expected_revisions: int) -> None:
+    ids = Counter(e["id"] for e in events)
+    assert [i for i, n in ids.items() if n > 1] == [], "duplicate event ids in the stream"
+    assert all(e["headers"]["Nats-Msg-Id"] == e["id"] for e in events)
+    revisions: dict[str, list[int]] = defaultdict(list)
+    every_case_event: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        case_id = event["natsSubject"].split(".")[3]
+        if event["type"] == "threadline.ledger.changed":
+            revisions[case_id].append(event["revision"])
+        every_case_event[case_id].append(event["revision"])
+    assert len(revisions) == expected_cases
+    for case_id, seen in revisions.items():
+        assert seen == list(range(1, expected_revisions + 1)), f"{case_id}: {seen}"
+    for case_id, seen in every_case_event.items():
+        assert seen == sorted(seen), f"{case_id}: events out of revision order {seen}"
+
+
+@pytest.mark.slow
+async def test_killing_the_relay_repeatedly_loses_and_duplicates_nothing(relay_stack, tmp_path):
+    relays = Relays(relay_stack, tmp_path)
+    current = relays.start()
+    work = asyncio.create_task(make_decisions(relay_stack))
+    try:
+        while not work.done():
+            await asyncio.sleep(KILL_EVERY_SECONDS)
+            relays.kill(current)
+            current = relays.start()
+        decisions = await work
+        await wait_until_published(relay_stack.db)
+    finally:
+        relays.stop_all()
+    assert relays.kills >= 2, "the relay must be killed several times during the run"
+    suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
+    print(f"\nrelay killed {relays.kills} times; JetStream dropped {suppressed} re-published duplicate(s)")
+    assert decisions == CASES * DECISIONS_PER_CASE
+    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
+
+
+@pytest.mark.slow
+async def test_two_relays_at_once_keep_the_stream_exact(relay_stack, tmp_path):
+    relays = Relays(relay_stack, tmp_path)
+    relays.start()
+    relays.start()
+    try:
+        await make_decisions(relay_stack)
+        await wait_until_published(relay_stack.db)
+    finally:
+        relays.stop_all()
+    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
