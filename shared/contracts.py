@@ -251,6 +251,11 @@ class CreateCompany(Contract):
     name: _text(200)
 
 
+class ListCompanies(Contract):
+    actor: Actor
+    ticker: str | None = None
+
+
 class CompanyRef(Contract):
     actor: Actor
     company_id: str
@@ -318,6 +323,7 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.DECIDE: Decide,
         Command.PROPOSE_CLAIM_DELTA: ProposeClaimDeltaRequest,
         Command.CREATE_COMPANY: CreateCompany,
+        Command.LIST_COMPANIES: ListCompanies,
         Command.GET_COMPANY: CompanyRef,
         Command.ADD_SOURCE_FILE: AddSourceFile,
         Command.ADD_THESIS_CLAIM: AddThesisClaim,

@@ -46,6 +46,7 @@ class Command(StrEnum):
     # thesis-delta
     PROPOSE_CLAIM_DELTA = "propose_claim_delta"
     CREATE_COMPANY = "create_company"
+    LIST_COMPANIES = "list_companies"
     GET_COMPANY = "get_company"
     ADD_SOURCE_FILE = "add_source_file"
     ADD_THESIS_CLAIM = "add_thesis_claim"
@@ -64,7 +65,7 @@ OWNER: dict[Command, Service] = {
                                    Command.RETIRE_RECORDS, Command.LIST_PROPOSALS, Command.GET_PROPOSAL,
                                    Command.DECIDE)},
     **{c: Service.THESIS_DELTA for c in (Command.PROPOSE_CLAIM_DELTA, Command.CREATE_COMPANY,
-                                         Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
+                                         Command.LIST_COMPANIES, Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
                                          Command.ADD_THESIS_CLAIM, Command.LIST_DELTAS, Command.GET_DELTA,
                                          Command.DECIDE_DELTA)},
 }

@@ -171,3 +171,49 @@ async def seed(agent: Agent, *, sources: int = 2, claims: int = 0, source_type: 
     for start in range(0, len(claim_ids), 4):
         await agent.accepted("stage_claims", claims=[claim_item(c, [source_ids[0]]) for c in claim_ids[start:start + 4]])
     return {"sources": source_ids, "claims": claim_ids}
+
+
+async def new_company(stack: Any, ticker: str | None = None) -> dict[str, Any]:
+    """A saved company with three thesis claims (one of them retired later by tests) and a source file."""
+    ticker = ticker or f"T{secrets.token_hex(3).upper()}"
+    async with stack.api("admin") as api:
+        company = (await api.post("/api/v1/companies", json={"ticker": ticker, "name": f"{ticker} Holdings"})).json()
+        company_id = company["companyId"]
+        claims = []
+        for text, label, section, url in [
+            ("Revenue grows 10% a year.", "INFERRED", "Growth", "https://example.org/plan"),
+            ("Margins are stable.", "UNVERIFIED", "Margins", None),
+            ("The brand is the moat.", "CONFIRMED", "Moat", "https://example.org/survey"),
+        ]:
+            body = {"text": text, "label": label, "section": section, **({"sourceUrl": url} if url else {})}
+            claims.append((await api.post(f"/api/v1/companies/{company_id}/claims", json=body)).json()["claimId"])
+        source = (await api.post(f"/api/v1/companies/{company_id}/source-files", json={
+            "title": "Q3 results", "url": f"https://example.org/{ticker}/q3", "text": "Revenue grew 14%."})).json()
+    return {"companyId": company_id, "ticker": ticker, "claims": claims, "sourceFileId": source["sourceFileId"],
+            "sourceUrl": f"https://example.org/{ticker}/q3"}
+
+
+def preview_args(company: dict[str, Any], key: str, **overrides: Any) -> dict[str, Any]:
+    growth, margins, _ = company["claims"]
+    return {
+        "mode": "preview",
+        "companyId": company["companyId"],
+        "sourceFileId": company["sourceFileId"],
+        "category": "strengthened",
+        "summary": "Q3 revenue grew 14%, ahead of the thesis.",
+        "affectedClaimIds": [growth],
+        "proposedClaims": [
+            {"text": "Revenue grows 14% a year.", "label": "CONFIRMED", "section": "Growth", "action": "update",
+             "targetClaimId": growth},
+            {"text": "Services attach rate drives growth.", "label": "INFERRED", "section": "Growth",
+             "action": "add"},
+            {"text": "Superseded by reported margins.", "label": "UNVERIFIED", "section": "Margins",
+             "action": "retire", "targetClaimId": margins},
+        ],
+        "confirms": ["growth"],
+        "contradicts": [],
+        "newRisks": ["dependence on services"],
+        "followUps": ["check Q4 guidance"],
+        "idempotencyKey": key,
+        **overrides,
+    }

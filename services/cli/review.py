@@ -137,3 +137,88 @@ def reject(proposal: str, items: Items = None, note: Note = None, expected_revis
            url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Reject items of a proposal (all pending ones when none are named), with a note for the agents."""
     _decide("reject", proposal, items or [], note, expected_revision, url, token, data_dir, as_json)
+
+
+# --- thesis deltas ----------------------------------------------------------------------------------
+
+
+@app.command()
+def deltas(
+    company: Annotated[Optional[str], typer.Option("--company", help="A company id.")] = None,
+    ticker: Annotated[Optional[str], typer.Option("--ticker", help="A company ticker.")] = None,
+    status: Annotated[str, typer.Option(help="committed | accepted | rejected | previewed | all")] = "committed",
+    url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False,
+) -> None:
+    """List companies with deltas to review, or one company's deltas."""
+    api = Api(url, token, data_dir)
+    if company is None and ticker is None:
+        listed = api("GET", "/companies")
+        if as_json:
+            return typer.echo(json.dumps(listed, indent=2))
+        table = Table("ticker", "company", "revision", "to review")
+        table.columns[0].no_wrap = True
+        for c in listed["companies"]:
+            table.add_row(c["ticker"], f"{c['name']} ({c['companyId']})", str(c["thesisRevision"]),
+                          str(c["committedDeltas"]))
+        return console.print(table)
+    if company is None:
+        found = api("GET", "/companies", params={"ticker": ticker})["companies"]
+        if not found:
+            console.print(f"[red]no saved company with ticker {ticker}[/red]")
+            raise typer.Exit(1)
+        company = found[0]["companyId"]
+    listed = api("GET", f"/companies/{company}/deltas", params={"status": status})
+    if as_json:
+        return typer.echo(json.dumps(listed, indent=2))
+    table = Table()
+    table.add_column("operation", no_wrap=True)
+    for name in ("status", "category", "summary", "agent"):
+        table.add_column(name)
+    for d in listed["deltas"]:
+        table.add_row(d["operationId"], d["status"], d["delta"]["category"], d["delta"]["summary"][:80], d["caller"])
+    console.print(table)
+
+
+@app.command()
+def delta(operation: str, url: Url = None, token: Token = None, data_dir: DataDir = None,
+          as_json: AsJson = False) -> None:
+    """Show a delta as a diff of the thesis."""
+    shown = Api(url, token, data_dir)("GET", f"/deltas/{operation}")
+    if as_json:
+        return typer.echo(json.dumps(shown, indent=2))
+    d = shown["delta"]
+    console.print(f"[bold]{d['category']}[/bold] delta {shown['operationId']} — {shown['status']} "
+                  f"({shown['ticker']}, previewed on revision {shown['baseRevision']}, now {shown['thesisRevision']})")
+    console.print(d["summary"], markup=False)
+    for claim in d["claims"]["added"]:
+        console.print(f"  + add [{claim['label']}, {claim['section']}] {claim['text']}", markup=False)
+    for claim in d["claims"]["updated"]:
+        console.print(f"  ~ update {claim['claimId']}: {claim['before']['text']} → {claim['after']['text']}",
+                      markup=False)
+    for claim in d["claims"]["retired"]:
+        console.print(f"  - retire {claim['claimId']}: {claim['before']['text']}", markup=False)
+    if shown.get("refusal"):
+        console.print(f"[red]{shown['refusal']}[/red]")
+
+
+def _decide_delta(decision: str, operation: str, note: str | None, url: str | None, token: str | None,
+                  data_dir: Path | None, as_json: bool) -> None:
+    outcome = Api(url, token, data_dir)("POST", f"/deltas/{operation}/decision",
+                                        json={"decision": decision, "note": note})
+    if as_json:
+        return typer.echo(json.dumps(outcome, indent=2))
+    console.print(f"delta {outcome['status']}; thesis revision {outcome['thesisRevision']}")
+
+
+@app.command("accept-delta")
+def accept_delta(operation: str, note: Note = None, url: Url = None, token: Token = None,
+                 data_dir: DataDir = None, as_json: AsJson = False) -> None:
+    """Accept a committed delta: apply every claim change to the thesis at once."""
+    _decide_delta("accept", operation, note, url, token, data_dir, as_json)
+
+
+@app.command("reject-delta")
+def reject_delta(operation: str, note: Note = None, url: Url = None, token: Token = None,
+                 data_dir: DataDir = None, as_json: AsJson = False) -> None:
+    """Reject a committed delta, with a note the agent sees in get_company_context."""
+    _decide_delta("reject", operation, note, url, token, data_dir, as_json)

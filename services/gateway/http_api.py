@@ -225,6 +225,11 @@ async def create_company(body: CompanyBody, request: Request, principal: Princip
     return await call(request, Command.CREATE_COMPANY, c.CreateCompany(actor=principal.actor(), **body.model_dump()))
 
 
+@router.get("/companies", tags=["theses"])
+async def list_companies(request: Request, ticker: str | None = None, principal: Principal = caller(*READERS)) -> Any:
+    return await call(request, Command.LIST_COMPANIES, c.ListCompanies(actor=principal.actor(), ticker=ticker))
+
+
 @router.get("/companies/{company_id}", tags=["theses"])
 async def get_company(company_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))

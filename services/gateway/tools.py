@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import mcp_types as types
 
-from shared.spec import ToolSpec, spec_tools
+from shared.spec import ToolSpec, all_tools
 from shared.subjects import Command
 
 COMMAND_OF_TOOL: dict[str, Command] = {
@@ -19,12 +19,13 @@ COMMAND_OF_TOOL: dict[str, Command] = {
     "stage_verdict": Command.STAGE_VERDICT,
     "set_focus": Command.SET_FOCUS,
     "propose_claim_delta_from_source": Command.PROPOSE_CLAIM_DELTA,
+    "get_company_context": Command.GET_COMPANY_CONTEXT,
 }
 
 
 @lru_cache(maxsize=1)
 def served_tools() -> dict[str, ToolSpec]:
-    return {tool.name: tool for tool in spec_tools()}
+    return {tool.name: tool for tool in all_tools()}
 
 
 def mcp_tool(spec: ToolSpec) -> types.Tool:

@@ -219,3 +219,66 @@ async def decide(request: Request, proposal_id: str) -> Response:
     except ThreadlineError as error:
         return await _proposal(request, principal, proposal_id, outcome=None, problem=error, status=409)
     return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None)
+
+
+# --- company theses and their deltas ----------------------------------------------------------------
+
+
+@router.get("/companies")
+async def companies_page(request: Request) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    listed = await call(request, Command.LIST_COMPANIES, c.ListCompanies(actor=principal.actor()))
+    return render(request, "companies.html", companies=listed["companies"])
+
+
+@router.get("/companies/{company_id}")
+async def company_page(request: Request, company_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    try:
+        company = await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))
+        deltas = await call(request, Command.LIST_DELTAS,
+                            c.ListDeltas(actor=principal.actor(), company_id=company_id, status="all"))
+    except ThreadlineError as error:
+        return failure(request, error)
+    sections: dict[str, list[dict]] = {}
+    for claim in company["claims"]:
+        sections.setdefault(claim["section"], []).append(claim)
+    return render(request, "company.html", company=company, sections=sections, deltas=deltas["deltas"])
+
+
+@router.get("/deltas/{operation_id}")
+async def delta_page(request: Request, operation_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    return await _delta(request, principal, operation_id, outcome=None, problem=None)
+
+
+async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
+                 problem: ThreadlineError | None, status: int = 200) -> Response:
+    try:
+        delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
+    except ThreadlineError as error:
+        return failure(request, error)
+    return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem)
+
+
+@router.post("/deltas/{operation_id}/decide")
+async def decide_delta(request: Request, operation_id: str) -> Response:
+    principal = await signed_in(request)
+    if principal is None:
+        return to_signin(request)
+    try:
+        form = await form_of(request)
+        decision = form.get("decision")
+        if decision not in ("accept", "reject"):
+            raise Forbidden("choose accept or reject", hint="pick one of the two buttons")
+        outcome = await call(request, Command.DECIDE_DELTA, c.DecideDelta(
+            actor=principal.actor(), operation_id=operation_id, decision=decision, note=form.get("note") or None))
+    except ThreadlineError as error:
+        return await _delta(request, principal, operation_id, outcome=None, problem=error, status=409)
+    return await _delta(request, principal, operation_id, outcome=outcome, problem=None)

@@ -17,7 +17,9 @@ from shared.db.tables import (
     cases,
     claim_sources,
     claims,
+    companies,
     decisions,
+    delta_operations,
     guidance_notes,
     item_decisions,
     merge_group_members,
@@ -26,7 +28,9 @@ from shared.db.tables import (
     projection_inbox,
     proposals,
     relations,
+    source_files,
     sources,
+    thesis_claims,
 )
 
 ACTIVE = "active"
@@ -389,3 +393,42 @@ async def case_ids(connection: AsyncConnection) -> list[str]:
 async def all_views(connection: AsyncConnection) -> dict[str, dict[str, Any]]:
     rows = await connection.execute(select(case_views).order_by(case_views.c.case_id))
     return {r["case_id"]: {k: v for k, v in dict(r).items() if k != "updated_at"} for r in rows.mappings()}
+
+
+# --- company theses (read side of the thesis-delta service's tables) ---------------------------------
+
+
+async def company(connection: AsyncConnection, company_id: str | None, ticker: str | None) -> Any:
+    query = select(companies)
+    query = query.where(companies.c.company_id == company_id) if company_id else query.where(
+        companies.c.ticker == ticker)
+    return (await connection.execute(query)).first()
+
+
+async def thesis_claims_of(connection: AsyncConnection, company_id: str) -> list[Any]:
+    rows = await connection.execute(
+        select(thesis_claims).where(thesis_claims.c.company_id == company_id)
+        .order_by(thesis_claims.c.section, thesis_claims.c.created_at, thesis_claims.c.claim_id)
+    )
+    return list(rows)
+
+
+async def source_files_of(connection: AsyncConnection, company_id: str) -> list[Any]:
+    rows = await connection.execute(
+        select(source_files.c.source_file_id, source_files.c.title, source_files.c.url, source_files.c.created_at,
+               func.length(source_files.c.text).label("length"))
+        .where(source_files.c.company_id == company_id)
+        .order_by(source_files.c.created_at.desc())
+    )
+    return list(rows)
+
+
+async def deltas_of(connection: AsyncConnection, company_id: str, statuses: tuple[str, ...], newest_by: str,
+                    limit: int) -> tuple[list[Any], int]:
+    condition = (delta_operations.c.company_id == company_id) & delta_operations.c.status.in_(statuses)
+    total = (await connection.execute(select(func.count()).select_from(delta_operations).where(condition))).scalar_one()
+    rows = await connection.execute(
+        select(delta_operations).where(condition)
+        .order_by(getattr(delta_operations.c, newest_by).desc().nulls_last()).limit(limit)
+    )
+    return list(rows), total

@@ -14,6 +14,7 @@ from shared.contracts import (
     CreateCompany,
     DecideDelta,
     DeltaRef,
+    ListCompanies,
     ListDeltas,
     ProposeClaimDeltaRequest,
 )
@@ -36,6 +37,10 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
     @router.subscriber(subject(Command.CREATE_COMPANY), **options)
     async def create_company(cmd: CreateCompany, message: NatsMessage) -> dict[str, Any]:
         return ok(await use_cases.create_company(ctx, cmd, Meta.of(message)))
+
+    @router.subscriber(subject(Command.LIST_COMPANIES), **options)
+    async def list_companies(cmd: ListCompanies) -> dict[str, Any]:
+        return ok(await use_cases.list_companies(ctx, cmd))
 
     @router.subscriber(subject(Command.GET_COMPANY), **options)
     async def get_company(cmd: CompanyRef) -> dict[str, Any]:

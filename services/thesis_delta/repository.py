@@ -203,3 +203,18 @@ async def source_files_of(connection: AsyncConnection, company_id: str) -> list:
         .order_by(source_files.c.created_at)
     )
     return list(rows)
+
+
+async def companies_with_counts(connection: AsyncConnection, ticker: str | None) -> list:
+    committed = (
+        select(delta_operations.c.company_id, func.count().label("committed"))
+        .where(delta_operations.c.status == "committed")
+        .group_by(delta_operations.c.company_id)
+        .subquery()
+    )
+    query = select(companies, func.coalesce(committed.c.committed, 0).label("committed")).select_from(
+        companies.outerjoin(committed, committed.c.company_id == companies.c.company_id)
+    )
+    if ticker:
+        query = query.where(companies.c.ticker == ticker.upper())
+    return list(await connection.execute(query.order_by(companies.c.ticker)))

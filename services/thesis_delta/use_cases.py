@@ -15,6 +15,7 @@ from shared.contracts import (
     CreateCompany,
     DecideDelta,
     DeltaRef,
+    ListCompanies,
     ListDeltas,
     ProposeClaimDeltaRequest,
 )
@@ -209,6 +210,18 @@ async def create_company(ctx: ServiceContext, cmd: CreateCompany, meta: Meta) ->
                 details={"companyId": existing.company_id} if existing else None,
             )
     return {"companyId": company_id, "ticker": cmd.ticker, "name": cmd.name, "thesisRevision": 0}
+
+
+async def list_companies(ctx: ServiceContext, cmd: ListCompanies) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        rows = await repository.companies_with_counts(connection, cmd.ticker)
+    return {
+        "companies": [
+            {"companyId": r.company_id, "ticker": r.ticker, "name": r.name, "thesisRevision": r.thesis_revision,
+             "committedDeltas": r.committed}
+            for r in rows
+        ]
+    }
 
 
 async def get_company(ctx: ServiceContext, cmd: CompanyRef) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from jsonschema import Draft7Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
 SPEC_DIR = Path(__file__).parent
-SPEC_FILES = ("threadline-tools.json", "prism-tools.json")
+SPEC_FILES = ("threadline-tools.json", "prism-tools.json")  # the contract, verbatim from ../shared/spec
+EXTENSION_FILES = ("company-context-tool.json",)  # tools Threadline adds, in the spec's style
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,12 @@ def load_family(file_name: str) -> list[ToolSpec]:
 def spec_tools() -> tuple[ToolSpec, ...]:
     """The tools of the spec files, in file order."""
     return tuple(tool for name in SPEC_FILES for tool in load_family(name))
+
+
+@lru_cache(maxsize=1)
+def all_tools() -> tuple[ToolSpec, ...]:
+    """Every tool the gateway serves: the spec's, then Threadline's additions."""
+    return spec_tools() + tuple(tool for name in EXTENSION_FILES for tool in load_family(name))
 
 
 def _path(error: ValidationError) -> str:

@@ -57,9 +57,10 @@ async def test_tools_list_serves_the_nine_spec_tools_with_their_exact_schemas(sy
     http, client = mcp_client(system, system.credentials["agent"])
     async with http, client:
         served = (await client.list_tools()).tools
-    assert [tool.name for tool in served] == [tool["name"] for tool in expected]
-    assert len(served) == 9
-    for tool, spec in zip(served, expected, strict=True):
+    assert len(expected) == 9
+    # The nine spec tools, in order, then Threadline's one addition (get_company_context).
+    assert [tool.name for tool in served] == [tool["name"] for tool in expected] + ["get_company_context"]
+    for tool, spec in zip(served[:9], expected, strict=True):
         assert tool.input_schema == spec["inputSchema"]
         assert tool.description == spec["description"]
 
@@ -108,7 +109,14 @@ async def test_one_real_path_through_every_service(system):
                                      "action": "add"}]},
             )
             assert not preview.is_error, preview.content[0].text
-            assert preview.structured_content["operationId"]
+            operation = preview.structured_content
+            assert operation["operationId"]
+            committed = await client.call_tool("propose_claim_delta_from_source", {
+                "mode": "commit", "operationId": operation["operationId"], "commitToken": operation["commitToken"]})
+            assert committed.structured_content["status"] == "committed"
+            logs = "".join(path.read_text() for path in (system.data_dir / "logs").glob("*.log"))
+            assert operation["operationId"] in logs or "command_handled" in logs
+            assert operation["commitToken"] not in logs, "a commit token was logged"
 
     connection = await nats.connect(system.runtime["natsUrl"])
     try:

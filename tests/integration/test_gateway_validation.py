@@ -15,11 +15,11 @@ from services.gateway.auth import Principal
 from services.gateway.mcp_server import _call
 from shared.errors import InvalidArgument
 from shared.messaging import ServiceClient, create_broker
-from shared.spec import ArgumentError, spec_tools, validate_arguments
+from shared.spec import ArgumentError, all_tools, validate_arguments
 from shared.subjects import Subjects
 from tests.schema_strategies import paths, valid
 
-TOOLS = {tool.name: tool for tool in spec_tools()}
+TOOLS = {tool.name: tool for tool in all_tools()}
 AGENT = Principal(token_id="00000000-0000-4000-8000-000000000000", name="property-agent", role="agent")
 WRONG_VALUES = [None, 12345, -1, "", "x" * 5001, [], {}, {"unexpected": True}, 3.5, True, "UPPER CASE"]
 

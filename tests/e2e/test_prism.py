@@ -1,0 +1,303 @@
+"""Prism theses through the real MCP client: context, preview, idempotency, commit, human review."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from services.gateway.ui import COOKIE, csrf_token
+from shared.db.tables import delta_operations
+from shared.spec import SPEC_DIR, SPEC_FILES
+from shared.subjects import Service
+from tests.events import stream_events, wait_until_published
+from tests.factories import new_company, preview_args, unique
+from tests.support import Stack, new_deployment, remove_deployment
+
+
+async def context(mcp, **args):
+    result = await mcp.call_tool("get_company_context", args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def call_ok(mcp, tool, args):
+    result = await mcp.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def call_refused(mcp, tool, args):
+    result = await mcp.call_tool(tool, args)
+    assert result.is_error, result.structured_content
+    return result.structured_content["error"]
+
+
+async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(stack):
+    expected = [t for name in SPEC_FILES for t in json.loads((SPEC_DIR / name).read_text())["tools"]]
+    async with stack.agent() as mcp:
+        served = (await mcp.list_tools()).tools
+    assert [t.name for t in served] == [t["name"] for t in expected] + ["get_company_context"]
+    for tool, spec in zip(served, expected, strict=False):
+        assert (tool.name, tool.description, tool.input_schema) == (spec["name"], spec["description"],
+                                                                   spec["inputSchema"])
+    extra = served[-1]
+    assert extra.annotations.read_only_hint is True
+    assert extra.input_schema["additionalProperties"] is False
+
+
+async def test_company_context_describes_the_thesis_by_ticker_or_id(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        by_ticker = await context(mcp, ticker=company["ticker"].lower())
+        by_id = await context(mcp, companyId=company["companyId"])
+        assert by_ticker == by_id
+        assert by_ticker["thesisRevision"] == 3
+        assert {(c["claimId"], c["label"], c["section"]) for c in by_ticker["claims"]["items"]} == {
+            (company["claims"][0], "INFERRED", "Growth"), (company["claims"][1], "UNVERIFIED", "Margins"),
+            (company["claims"][2], "CONFIRMED", "Moat")}
+        assert by_ticker["sourceFiles"]["items"][0]["sourceFileId"] == company["sourceFileId"]
+        assert by_ticker["evidenceHealth"] == {"unverifiedClaims": 1, "inferredClaims": 1, "claimsWithoutSource": 1,
+                                               "retiredClaims": 0, "pendingDeltas": 0}
+        missing = await call_refused(mcp, "get_company_context", {"ticker": "NOPE"})
+        assert missing["code"] == "not_found" and missing["field"] == "ticker"
+        both = await call_refused(mcp, "get_company_context",
+                                  {"ticker": company["ticker"], "companyId": company["companyId"]})
+        assert both["code"] == "invalid_argument"
+
+
+async def test_preview_retry_commit_review_applies_exactly_what_was_previewed(stack):
+    company = await new_company(stack)
+    growth, margins, moat = company["claims"]
+    key = unique("key")
+    async with stack.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, key))
+        delta = preview["delta"]
+        assert preview["status"] == "previewed" and preview["baseRevision"] == 3 and preview["expiresAt"]
+        assert delta["category"] == "strengthened" and delta["newRisks"] == ["dependence on services"]
+        assert delta["claims"]["updated"] == [{
+            "claimId": growth,
+            "before": {"claimId": growth, "text": "Revenue grows 10% a year.", "label": "INFERRED",
+                       "section": "Growth", "sourceUrl": "https://example.org/plan"},
+            "after": {"claimId": growth, "text": "Revenue grows 14% a year.", "label": "CONFIRMED",
+                      "section": "Growth", "sourceUrl": "https://example.org/plan"}}]
+        assert delta["claims"]["added"][0]["text"] == "Services attach rate drives growth."
+        assert delta["claims"]["retired"][0]["claimId"] == margins
+        assert len(base64.urlsafe_b64decode(preview["commitToken"] + "==")) >= 16  # at least 128 bits
+
+        retry = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, key))
+        assert (retry["operationId"], retry["commitToken"]) == (preview["operationId"], preview["commitToken"])
+
+        commit = {"mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]}
+        committed = await call_ok(mcp, "propose_claim_delta_from_source", commit)
+        assert committed["status"] == "committed" and committed["delta"] == delta
+        again = await call_ok(mcp, "propose_claim_delta_from_source", commit)
+        assert again["status"] == "committed" and again["committedAt"] == committed["committedAt"]
+        after_commit = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, key))
+        assert after_commit["operationId"] == preview["operationId"] and after_commit["status"] == "committed"
+
+        unchanged = await context(mcp, companyId=company["companyId"])
+        assert unchanged["thesisRevision"] == 3 and unchanged["claims"]["total"] == 3
+        assert unchanged["pendingDeltas"]["items"][0]["operationId"] == preview["operationId"]
+
+        async with stack.api() as api:
+            decided = await api.post(f"/api/v1/deltas/{preview['operationId']}/decision",
+                                     json={"decision": "accept", "note": "Matches the filing."})
+            assert decided.status_code == 200, decided.text
+            assert decided.json()["status"] == "accepted" and decided.json()["thesisRevision"] == 4
+
+        changed = await context(mcp, companyId=company["companyId"])
+        assert changed["thesisRevision"] == 4
+        active = {c["claimId"]: c for c in changed["claims"]["items"]}
+        assert active[growth]["text"] == "Revenue grows 14% a year." and active[growth]["label"] == "CONFIRMED"
+        assert margins not in active and changed["retiredClaims"]["items"][0]["claimId"] == margins
+        added = [c for c in active.values() if c["claimId"] not in (growth, moat)]
+        assert [c["text"] for c in added] == ["Services attach rate drives growth."]
+        assert added[0]["sourceUrl"] == company["sourceUrl"]
+        assert changed["recentReviews"]["items"][0]["note"] == "Matches the filing."
+
+    await wait_until_published(stack.db)
+    events = [e for e in await stream_events(stack.settings) if e["natsSubject"].split(".")[3] == company["companyId"]]
+    types = [(e["type"], e.get("revision")) for e in events]
+    assert ("threadline.thesis.delta.committed", 3) in types
+    assert ("threadline.thesis.changed", 4) in types
+    changed_event = next(e for e in events if e["type"] == "threadline.thesis.changed" and e["revision"] == 4)
+    assert changed_event["data"]["operationId"] == preview["operationId"]
+    assert [c["claimId"] for c in changed_event["data"]["changes"]["retired"]] == [margins]
+
+
+async def test_each_refusal_names_the_problem(stack):
+    company = await new_company(stack)
+    other = await new_company(stack)
+    growth, margins, moat = company["claims"]
+    async with stack.agent() as mcp:
+        async def refused(args):
+            return await call_refused(mcp, "propose_claim_delta_from_source", args)
+
+        unknown = await refused(preview_args(company, unique(), companyId="00000000-0000-4000-8000-000000000000"))
+        assert unknown["code"] == "not_found" and unknown["field"] == "companyId"
+        foreign = await refused(preview_args(company, unique(), sourceFileId=other["sourceFileId"]))
+        assert foreign["field"] == "sourceFileId" and "another company" in foreign["message"]
+        no_target = await refused(preview_args(company, unique(), proposedClaims=[
+            {"text": "x", "label": "INFERRED", "section": "s", "action": "update"}]))
+        assert no_target["field"] == "proposedClaims[0].targetClaimId"
+        add_with_target = await refused(preview_args(company, unique(), proposedClaims=[
+            {"text": "x", "label": "INFERRED", "section": "s", "action": "add", "targetClaimId": moat}]))
+        assert add_with_target["field"] == "proposedClaims[0].targetClaimId"
+        not_ours = await refused(preview_args(company, unique(), affectedClaimIds=[other["claims"][0]]))
+        assert not_ours["field"] == "affectedClaimIds[0]"
+
+        # retire `margins` through an accepted delta, then target it
+        retire = preview_args(company, unique(), proposedClaims=[
+            {"text": "gone", "label": "UNVERIFIED", "section": "Margins", "action": "retire",
+             "targetClaimId": margins}], affectedClaimIds=[])
+        staged = await call_ok(mcp, "propose_claim_delta_from_source", retire)
+        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": staged["operationId"],
+                                                               "commitToken": staged["commitToken"]})
+        async with stack.api() as api:
+            assert (await api.post(f"/api/v1/deltas/{staged['operationId']}/decision",
+                                   json={"decision": "accept"})).status_code == 200
+        retired = await refused(preview_args(company, unique(), affectedClaimIds=[]))
+        assert retired["field"] == "proposedClaims[2].targetClaimId" and "retired" in retired["message"]
+
+        key = unique("key")
+        first = await call_ok(mcp, "propose_claim_delta_from_source",
+                              preview_args(company, key, proposedClaims=[], affectedClaimIds=[]))
+        conflict = await refused(preview_args(company, key, proposedClaims=[], affectedClaimIds=[],
+                                              summary="A different summary."))
+        assert conflict["code"] == "idempotency_conflict" and key in conflict["message"]
+        assert conflict["field"] == "idempotencyKey"
+
+        wrong = await refused({"mode": "commit", "operationId": first["operationId"],
+                               "commitToken": first["commitToken"][:-2] + "xx"})
+        assert wrong["code"] == "invalid_commit_token" and wrong["field"] == "commitToken"
+        extra = await refused({"mode": "commit", "operationId": first["operationId"],
+                               "commitToken": first["commitToken"], "summary": "replace it"})
+        assert extra["code"] == "invalid_argument" and extra["field"] == "summary"
+
+        async with stack.api("admin") as api:  # the thesis moves on before the commit
+            await api.post(f"/api/v1/companies/{company['companyId']}/claims",
+                           json={"text": "New fact.", "label": "CONFIRMED", "section": "Moat"})
+        stale = await refused({"mode": "commit", "operationId": first["operationId"],
+                               "commitToken": first["commitToken"]})
+        assert stale["code"] == "conflict" and "preview again" in stale["hint"]
+
+
+async def test_a_rejection_note_reaches_the_agent(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
+        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
+                                                               "commitToken": preview["commitToken"]})
+        async with stack.api() as api:
+            rejected = await api.post(f"/api/v1/deltas/{preview['operationId']}/decision",
+                                      json={"decision": "reject", "note": "The filing says 12%, not 14%."})
+            assert rejected.json()["status"] == "rejected" and rejected.json()["thesisRevision"] == 3
+        review = (await context(mcp, companyId=company["companyId"]))["recentReviews"]["items"][0]
+        assert review["status"] == "rejected" and review["note"] == "The filing says 12%, not 14%."
+
+
+async def test_keys_are_scoped_per_caller(stack):
+    company = await new_company(stack)
+    other_agent = await stack.issue_token("agent", unique("other-agent"))
+    async with stack.agent() as mcp, stack.agent(other_agent) as other:
+        mine = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, "shared-key"))
+        theirs = await call_ok(other, "propose_claim_delta_from_source",
+                               preview_args(company, "shared-key", summary="Their own reading."))
+        assert mine["operationId"] != theirs["operationId"]
+
+
+async def test_sixteen_retries_make_one_operation_and_sixteen_commits_one_committed_delta(stack):
+    company = await new_company(stack)
+    key = unique("concurrent")
+
+    async def preview_once():
+        async with stack.agent() as mcp:
+            return await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, key))
+
+    previews = await asyncio.gather(*(preview_once() for _ in range(16)))
+    assert len({(p["operationId"], p["commitToken"]) for p in previews}) == 1
+    async with stack.db.engine.connect() as connection:
+        stored = (await connection.execute(select(func.count()).select_from(delta_operations).where(
+            delta_operations.c.idempotency_key == key))).scalar_one()
+    assert stored == 1
+
+    commit = {"mode": "commit", "operationId": previews[0]["operationId"], "commitToken": previews[0]["commitToken"]}
+
+    async def commit_once():
+        async with stack.agent() as mcp:
+            return await call_ok(mcp, "propose_claim_delta_from_source", commit)
+
+    commits = await asyncio.gather(*(commit_once() for _ in range(16)))
+    assert {c["status"] for c in commits} == {"committed"} and len({c["committedAt"] for c in commits}) == 1
+    await wait_until_published(stack.db)
+    committed_events = [e for e in await stream_events(stack.settings)
+                        if e["type"] == "threadline.thesis.delta.committed"
+                        and e["data"]["operationId"] == commit["operationId"]]
+    assert len(committed_events) == 1
+
+
+@pytest.fixture(scope="module")
+async def short_lived(servers):
+    settings = await new_deployment(servers, operation_ttl_seconds=1)
+    running = await Stack(settings).start(services=(Service.THESIS_DELTA, Service.PROJECTION))
+    yield running
+    await running.stop()
+    await remove_deployment(servers, settings)
+
+
+async def test_a_commit_after_expiry_is_refused(short_lived):
+    company = await new_company(short_lived)
+    async with short_lived.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
+        await asyncio.sleep(1.2)
+        expired = await call_refused(mcp, "propose_claim_delta_from_source", {
+            "mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]})
+    assert expired["code"] == "expired" and "preview" in expired["hint"]
+
+
+async def test_reviewers_decide_deltas_on_the_web_page(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(
+            company, unique(), summary="<script>alert(1)</script> growth"))
+        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
+                                                               "commitToken": preview["commitToken"]})
+    async with stack.api() as http:
+        http.cookies.set(COOKIE, stack.tokens["reviewer"], path="/ui")
+        listed = await http.get("/ui/companies")
+        assert company["ticker"] in listed.text
+        page = await http.get(f"/ui/deltas/{preview['operationId']}")
+        assert page.status_code == 200
+        assert "Revenue grows 10% a year." in page.text and "Revenue grows 14% a year." in page.text
+        assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;" in page.text
+        decided = await http.post(f"/ui/deltas/{preview['operationId']}/decide",
+                                  data={"decision": "accept", "note": "ok",
+                                        "csrf": csrf_token(stack.tokens["reviewer"])})
+        assert decided.status_code == 200 and "the thesis is now at revision 4" in decided.text
+
+
+def threadline(stack, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", stack.http_url,
+                           "--token", stack.tokens["reviewer"]], capture_output=True, text=True, timeout=60)
+
+
+async def test_the_review_cli_lists_shows_and_decides_deltas(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
+        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
+                                                               "commitToken": preview["commitToken"]})
+    listed = await asyncio.to_thread(threadline, stack, "deltas", "--ticker", company["ticker"])
+    assert preview["operationId"] in listed.stdout
+    shown = await asyncio.to_thread(threadline, stack, "delta", preview["operationId"])
+    assert "Revenue grows 10% a year. → Revenue grows 14% a year." in shown.stdout
+    rejected = await asyncio.to_thread(threadline, stack, "reject-delta", preview["operationId"], "--note", "no",
+                                       "--json")
+    assert json.loads(rejected.stdout)["status"] == "rejected"
