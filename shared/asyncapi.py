@@ -13,7 +13,7 @@ from pydantic.json_schema import models_json_schema
 from shared.contracts import command_requests
 from shared.events import DATA_SCHEMAS, EventType
 from shared.settings import Settings
-from shared.subjects import OWNER, Command, Subjects, event_suffix
+from shared.subjects import OWNER, Subjects, event_suffix
 
 REF = "#/components/schemas/{model}"
 

@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -56,7 +56,7 @@ def _run(coroutine) -> object:  # noqa: ANN001
         raise typer.Exit(2) from None
 
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Data directory (default .threadline).")]
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 
 
 @app.command()
@@ -77,7 +77,7 @@ def up(
 def serve(
     service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection")],
     stdio: Annotated[bool, typer.Option("--stdio", help="Gateway only: MCP over stdin/stdout.")] = False,
-    token: Annotated[Optional[str], typer.Option(envvar="THREADLINE_TOKEN", help="Agent token for --stdio.")] = None,
+    token: Annotated[str | None, typer.Option(envvar="THREADLINE_TOKEN", help="Agent token for --stdio.")] = None,
 ) -> None:
     """Run one service (what a container runs). Scale by running more processes."""
     try:
@@ -109,7 +109,7 @@ def migrate(data_dir: DataDir = None) -> None:
 def token_create(
     role: Annotated[str, typer.Option(help="agent | reviewer | admin")],
     name: Annotated[str, typer.Option(help="The agent's or person's name.")],
-    case: Annotated[Optional[str], typer.Option("--case", help="Agent tokens: the agent's active case.")] = None,
+    case: Annotated[str | None, typer.Option("--case", help="Agent tokens: the agent's active case.")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print a new bearer token (shown once; stored hashed)."""
@@ -163,13 +163,13 @@ def relay(data_dir: DataDir = None) -> None:
 
 @events_app.command("tail")
 def events_tail(
-    case: Annotated[Optional[str], typer.Option("--case", help="Only this case's events.")] = None,
+    case: Annotated[str | None, typer.Option("--case", help="Only this case's events.")] = None,
     from_start: Annotated[bool, typer.Option("--from-start", help="Replay from the first event.")] = False,
-    from_seq: Annotated[Optional[int], typer.Option("--from-seq", help="Start at this stream sequence.")] = None,
-    since: Annotated[Optional[datetime], typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
+    from_seq: Annotated[int | None, typer.Option("--from-seq", help="Start at this stream sequence.")] = None,
+    since: Annotated[datetime | None, typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
     output: Annotated[str, typer.Option("--format", help="json (one JSON per line) or line (readable)")] = "auto",
-    count: Annotated[Optional[int], typer.Option("--count", help="Exit after this many events.")] = None,
-    idle_exit: Annotated[Optional[float], typer.Option("--idle-exit", help="Exit after N quiet seconds.")] = None,
+    count: Annotated[int | None, typer.Option("--count", help="Exit after this many events.")] = None,
+    idle_exit: Annotated[float | None, typer.Option("--idle-exit", help="Exit after N quiet seconds.")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print change events as they arrive (JSON lines carry the stream sequence, for resuming)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import httpx2
 import typer
@@ -17,10 +17,10 @@ from shared.settings import CREDENTIALS_FILE, get_settings
 app = typer.Typer(help="Review proposals through the HTTP API.", no_args_is_help=True)
 console = Console(width=None if sys.stdout.isatty() else 200)
 
-Url = Annotated[Optional[str], typer.Option("--url", envvar="THREADLINE_URL", help="Gateway URL.")]
-Token = Annotated[Optional[str], typer.Option("--token", envvar="THREADLINE_TOKEN",
+Url = Annotated[str | None, typer.Option("--url", envvar="THREADLINE_URL", help="Gateway URL.")]
+Token = Annotated[str | None, typer.Option("--token", envvar="THREADLINE_TOKEN",
                                               help="Reviewer token (default: the data dir's credentials).")]
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Data directory (default .threadline).")]
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON.")]
 
 
@@ -55,7 +55,7 @@ class Api:
 
 @app.command("list")
 def list_(
-    case: Annotated[Optional[str], typer.Option("--case", help="A case id; without it, list cases.")] = None,
+    case: Annotated[str | None, typer.Option("--case", help="A case id; without it, list cases.")] = None,
     status: Annotated[str, typer.Option(help="pending | accepted | rejected | decided | all")] = "pending",
     url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False,
 ) -> None:
@@ -119,9 +119,9 @@ def _decide(verb: str, proposal: str, items: list[str], note: str | None, expect
         raise typer.Exit(1)
 
 
-Items = Annotated[Optional[list[str]], typer.Argument(help="Item ids (default: every pending item).")]
-Note = Annotated[Optional[str], typer.Option("--note", help="Why; agents see it in their guidance.")]
-Expected = Annotated[Optional[int], typer.Option("--expected-revision",
+Items = Annotated[list[str] | None, typer.Argument(help="Item ids (default: every pending item).")]
+Note = Annotated[str | None, typer.Option("--note", help="Why; agents see it in their guidance.")]
+Expected = Annotated[int | None, typer.Option("--expected-revision",
                                                  help="Refuse if the case moved (default: as shown now).")]
 
 
@@ -144,8 +144,8 @@ def reject(proposal: str, items: Items = None, note: Note = None, expected_revis
 
 @app.command()
 def deltas(
-    company: Annotated[Optional[str], typer.Option("--company", help="A company id.")] = None,
-    ticker: Annotated[Optional[str], typer.Option("--ticker", help="A company ticker.")] = None,
+    company: Annotated[str | None, typer.Option("--company", help="A company id.")] = None,
+    ticker: Annotated[str | None, typer.Option("--ticker", help="A company ticker.")] = None,
     status: Annotated[str, typer.Option(help="committed | accepted | rejected | previewed | all")] = "committed",
     url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False,
 ) -> None:

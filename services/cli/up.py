@@ -228,8 +228,7 @@ class Supervisor:
             process.send_signal(signal.SIGTERM)
         if not running:
             return
-        done, pending = await asyncio.wait([asyncio.create_task(p.wait()) for p in running],
-                                           timeout=STOP_GRACE_SECONDS)
+        await asyncio.wait([asyncio.create_task(p.wait()) for p in running], timeout=STOP_GRACE_SECONDS)
         for process in running:
             if process.returncode is None:
                 process.kill()

@@ -26,7 +26,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from services.gateway import http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.errors import http_error
-from services.gateway.mcp_server import CORRELATION_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, build_server, principal_from_http
+from services.gateway.mcp_server import (
+    CORRELATION_SCOPE_KEY,
+    PRINCIPAL_SCOPE_KEY,
+    build_server,
+    principal_from_http,
+)
 from shared import asyncapi
 from shared.db.session import Database
 from shared.errors import InvalidArgument, ThreadlineError, Unauthenticated
@@ -172,7 +177,13 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
 
     @app.exception_handler(ThreadlineError)
     async def on_error(request: Request, error: ThreadlineError) -> Response:
+        if request.url.path.startswith("/ui"):
+            return ui.failure(request, error)
         return http_error(error, request.state.correlation_id)
+
+    @app.exception_handler(ui.SignInRequired)
+    async def on_signed_out(request: Request, _: ui.SignInRequired) -> Response:
+        return ui.to_signin(request)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, error: RequestValidationError) -> Response:

@@ -17,7 +17,14 @@ from services.gateway import metrics
 from services.gateway.auth import Principal
 from services.gateway.errors import tool_error, tool_result
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
-from shared.errors import Forbidden, InternalError, InvalidArgument, NotFound, ThreadlineError, Unauthenticated
+from shared.errors import (
+    Forbidden,
+    InternalError,
+    InvalidArgument,
+    NotFound,
+    ThreadlineError,
+    Unauthenticated,
+)
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
 from shared.spec import ArgumentError, validate_arguments

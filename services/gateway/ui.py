@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from services.gateway.auth import Principal
 from shared import contracts as c
-from shared.errors import Forbidden, ThreadlineError, Unauthenticated
+from shared.errors import Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
 from shared.subjects import Command
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -88,6 +88,21 @@ def to_signin(request: Request) -> RedirectResponse:
     return RedirectResponse(f"/ui/signin?next={quote(request.url.path)}", status_code=303)
 
 
+class SignInRequired(Exception):  # noqa: N818 - a redirect, not a failure
+    """The page needs a signed-in reviewer; the app answers with a redirect to the sign-in page."""
+
+
+async def reviewer(request: Request) -> Principal:
+    """Dependency of every page: the signed-in reviewer or admin."""
+    principal = await signed_in(request)
+    if principal is None:
+        raise SignInRequired
+    return principal
+
+
+Reviewer = Depends(reviewer)
+
+
 async def call(request: Request, command: Command, message: Any) -> Any:
     return await request.app.state.gateway.client.call(
         command, message, correlation_id=request.state.correlation_id, traceparent=request.state.traceparent
@@ -147,23 +162,14 @@ async def signout(request: Request) -> Response:
 
 @router.get("")
 @router.get("/")
-async def home(request: Request) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
+async def home(request: Request, principal: Principal = Reviewer) -> Response:
     listed = await call(request, Command.LIST_CASES, c.ListCases(actor=principal.actor()))
     return render(request, "cases.html", cases=listed["cases"])
 
 
 @router.get("/cases/{case_id}")
-async def case_page(request: Request, case_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
-    try:
-        ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
-    except ThreadlineError as error:
-        return failure(request, error)
+async def case_page(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
+    ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
     lanes: dict[str, list[dict]] = {}
     for claim in ledger["claims"]["items"]:
         lanes.setdefault(claim["lane"] or claim["kind"], []).append(claim)
@@ -171,51 +177,32 @@ async def case_page(request: Request, case_id: str) -> Response:
 
 
 @router.get("/cases/{case_id}/history")
-async def history_page(request: Request, case_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
-    try:
-        history = await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
-    except ThreadlineError as error:
-        return failure(request, error)
+async def history_page(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
+    history = await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
     return render(request, "history.html", history=history)
 
 
 @router.get("/proposals/{proposal_id}")
-async def proposal_page(request: Request, proposal_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
+async def proposal_page(request: Request, proposal_id: str, principal: Principal = Reviewer) -> Response:
     return await _proposal(request, principal, proposal_id, outcome=None, problem=None)
 
 
 async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
                     problem: ThreadlineError | None, status: int = 200) -> Response:
-    try:
-        proposal = await call(request, Command.GET_PROPOSAL,
-                              c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
-    except ThreadlineError as error:
-        return failure(request, error)
+    proposal = await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
     return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem)
 
 
 @router.post("/proposals/{proposal_id}/decide")
-async def decide(request: Request, proposal_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
-    try:
-        form = await form_of(request)
-    except ThreadlineError as error:
-        return failure(request, error)
+async def decide(request: Request, proposal_id: str, principal: Principal = Reviewer) -> Response:
+    form = await form_of(request)
     accept = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "accept"]
     reject = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "reject"]
-    expected = form.get("expectedRevision")
+    expected = form.get("expectedRevision", "")
     try:
         outcome = await call(request, Command.DECIDE, c.Decide(
             actor=principal.actor(), proposal_id=proposal_id, accept=accept, reject=reject,
-            note=form.get("note") or None, expected_revision=int(expected) if expected else None))
+            note=form.get("note") or None, expected_revision=int(expected) if expected.isdigit() else None))
     except ThreadlineError as error:
         return await _proposal(request, principal, proposal_id, outcome=None, problem=error, status=409)
     return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None)
@@ -225,25 +212,16 @@ async def decide(request: Request, proposal_id: str) -> Response:
 
 
 @router.get("/companies")
-async def companies_page(request: Request) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
+async def companies_page(request: Request, principal: Principal = Reviewer) -> Response:
     listed = await call(request, Command.LIST_COMPANIES, c.ListCompanies(actor=principal.actor()))
     return render(request, "companies.html", companies=listed["companies"])
 
 
 @router.get("/companies/{company_id}")
-async def company_page(request: Request, company_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
-    try:
-        company = await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))
-        deltas = await call(request, Command.LIST_DELTAS,
-                            c.ListDeltas(actor=principal.actor(), company_id=company_id, status="all"))
-    except ThreadlineError as error:
-        return failure(request, error)
+async def company_page(request: Request, company_id: str, principal: Principal = Reviewer) -> Response:
+    company = await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))
+    deltas = await call(request, Command.LIST_DELTAS,
+                        c.ListDeltas(actor=principal.actor(), company_id=company_id, status="all"))
     sections: dict[str, list[dict]] = {}
     for claim in company["claims"]:
         sections.setdefault(claim["section"], []).append(claim)
@@ -251,32 +229,23 @@ async def company_page(request: Request, company_id: str) -> Response:
 
 
 @router.get("/deltas/{operation_id}")
-async def delta_page(request: Request, operation_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
+async def delta_page(request: Request, operation_id: str, principal: Principal = Reviewer) -> Response:
     return await _delta(request, principal, operation_id, outcome=None, problem=None)
 
 
 async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
                  problem: ThreadlineError | None, status: int = 200) -> Response:
-    try:
-        delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
-    except ThreadlineError as error:
-        return failure(request, error)
+    delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
     return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem)
 
 
 @router.post("/deltas/{operation_id}/decide")
-async def decide_delta(request: Request, operation_id: str) -> Response:
-    principal = await signed_in(request)
-    if principal is None:
-        return to_signin(request)
+async def decide_delta(request: Request, operation_id: str, principal: Principal = Reviewer) -> Response:
+    form = await form_of(request)
     try:
-        form = await form_of(request)
         decision = form.get("decision")
         if decision not in ("accept", "reject"):
-            raise Forbidden("choose accept or reject", hint="pick one of the two buttons")
+            raise InvalidArgument("choose accept or reject", field="decision", hint="pick one of the two buttons")
         outcome = await call(request, Command.DECIDE_DELTA, c.DecideDelta(
             actor=principal.actor(), operation_id=operation_id, decision=decision, note=form.get("note") or None))
     except ThreadlineError as error:

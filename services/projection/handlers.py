@@ -7,7 +7,14 @@ from typing import Any
 from faststream.nats import NatsMessage, NatsRouter
 
 from services.projection import use_cases
-from shared.contracts import CaseRef, GetCompanyContextArgs, GetWorkspaceArgs, InspectSourcesArgs, SetFocusArgs, ToolRequest
+from shared.contracts import (
+    CaseRef,
+    GetCompanyContextArgs,
+    GetWorkspaceArgs,
+    InspectSourcesArgs,
+    SetFocusArgs,
+    ToolRequest,
+)
 from shared.messaging import ok
 from shared.service import Meta, ServiceContext
 from shared.subjects import Command

@@ -135,7 +135,7 @@ async def test_preview_retry_commit_review_applies_exactly_what_was_previewed(st
 async def test_each_refusal_names_the_problem(stack):
     company = await new_company(stack)
     other = await new_company(stack)
-    growth, margins, moat = company["claims"]
+    _, margins, moat = company["claims"]
     async with stack.agent() as mcp:
         async def refused(args):
             return await call_refused(mcp, "propose_claim_delta_from_source", args)

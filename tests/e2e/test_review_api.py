@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select, text
 
 from shared.db.tables import change_log, claims, item_decisions, outbox

@@ -179,7 +179,7 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
     processes = system.processes()
     assert len(processes) >= 7, [p.name() for p in processes]  # up, 5 services, nats-server, postgres
     assert system.stop(signal.SIGINT) == 0
-    gone, alive = psutil.wait_procs(processes, timeout=15)
+    _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
     assert not (data_dir / "runtime.json").exists()
 
@@ -198,5 +198,5 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
         processes = again.processes()
     finally:
         assert again.stop(signal.SIGTERM) == 0
-    gone, alive = psutil.wait_procs(processes, timeout=15)
+    _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive
