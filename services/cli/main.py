@@ -41,7 +41,7 @@ def _settings(data_dir: Path | None = None) -> Settings:
     return settings
 
 
-def _run(coroutine) -> object:  # noqa: ANN001
+def _run(coroutine) -> object:
     from shared.errors import ThreadlineError
 
     try:

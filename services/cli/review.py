@@ -15,6 +15,7 @@ from rich.table import Table
 from shared.settings import CREDENTIALS_FILE, get_settings
 
 app = typer.Typer(help="Review proposals through the HTTP API.", no_args_is_help=True)
+# Markup off: every string printed comes from the API (agents' text among it) and must print as is.
 console = Console(width=None if sys.stdout.isatty() else 200)
 
 Url = Annotated[str | None, typer.Option("--url", envvar="THREADLINE_URL", help="Gateway URL.")]
@@ -41,12 +42,12 @@ class Api:
         try:
             response = self.client.request(method, f"/api/v1{path}", **kwargs)
         except httpx2.HTTPError as error:
-            console.print(f"[red]cannot reach {self.url}: {error}[/red]")
+            console.print(f"cannot reach {self.url}: {error}", style="red")
             raise typer.Exit(2) from None
         body = response.json()
         if response.status_code >= 400:
             error = body.get("error", {})
-            console.print(f"[red]error ({error.get('code')}): {error.get('message')}[/red]")
+            console.print(f"error ({error.get('code')}): {error.get('message')}", style="red")
             if error.get("hint"):
                 console.print(f"hint: {error['hint']}")
             raise typer.Exit(1)
@@ -88,18 +89,18 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
     shown = Api(url, token, data_dir)("GET", f"/proposals/{proposal}")
     if as_json:
         return typer.echo(json.dumps(shown, indent=2))
-    console.print(f"[bold]{shown['kind']} proposal {shown['proposalId']}[/bold] — {shown['status']}")
+    console.print(f"{shown['kind']} proposal {shown['proposalId']} — {shown['status']}", style="bold")
     console.print(f"case {shown['caseId']} at revision {shown['caseRevision']}; staged by "
                   f"{shown['provenance']['agent']} at {shown['provenance']['stagedAt'][:19]}, pinned to "
                   f"{shown['provenance']['pinnedRevision']}")
     for item in shown["items"]:
-        console.print(f"\n[bold]{item['itemId']}[/bold] ({item['status']})", markup=True)
-        console.print(json.dumps(item["record"], indent=2, ensure_ascii=False), markup=False, highlight=False)
+        console.print(f"\n{item['itemId']} ({item['status']})", style="bold")
+        console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
         preview = item.get("wouldChange")
         if preview:
-            console.print(f"accepting would: {json.dumps(preview['change'], ensure_ascii=False)}", markup=False)
+            console.print(f"accepting would: {json.dumps(preview['change'], ensure_ascii=False)}")
             for problem in preview["problems"]:
-                console.print(f"[red]cannot accept: {problem['field']}: {problem['message']}[/red]")
+                console.print(f"cannot accept: {problem['field']}: {problem['message']}", style="red")
 
 
 def _decide(verb: str, proposal: str, items: list[str], note: str | None, expected: int | None,
@@ -114,7 +115,7 @@ def _decide(verb: str, proposal: str, items: list[str], note: str | None, expect
         return typer.echo(json.dumps(outcome, indent=2))
     console.print(f"revision {outcome['revision']}; accepted {outcome['accepted']}; rejected {outcome['rejected']}")
     for refused in outcome["refused"]:
-        console.print(f"[red]refused {refused['itemId']}: {refused['reason']}[/red]")
+        console.print(f"refused {refused['itemId']}: {refused['reason']}", style="red")
     if outcome["refused"]:
         raise typer.Exit(1)
 
@@ -164,7 +165,7 @@ def deltas(
     if company is None:
         found = api("GET", "/companies", params={"ticker": ticker})["companies"]
         if not found:
-            console.print(f"[red]no saved company with ticker {ticker}[/red]")
+            console.print(f"no saved company with ticker {ticker}", style="red")
             raise typer.Exit(1)
         company = found[0]["companyId"]
     listed = api("GET", f"/companies/{company}/deltas", params={"status": status})
@@ -187,18 +188,17 @@ def delta(operation: str, url: Url = None, token: Token = None, data_dir: DataDi
     if as_json:
         return typer.echo(json.dumps(shown, indent=2))
     d = shown["delta"]
-    console.print(f"[bold]{d['category']}[/bold] delta {shown['operationId']} — {shown['status']} "
+    console.print(f"{d['category']} delta {shown['operationId']} — {shown['status']} "
                   f"({shown['ticker']}, previewed on revision {shown['baseRevision']}, now {shown['thesisRevision']})")
-    console.print(d["summary"], markup=False)
+    console.print(d["summary"])
     for claim in d["claims"]["added"]:
-        console.print(f"  + add [{claim['label']}, {claim['section']}] {claim['text']}", markup=False)
+        console.print(f"  + add [{claim['label']}, {claim['section']}] {claim['text']}")
     for claim in d["claims"]["updated"]:
-        console.print(f"  ~ update {claim['claimId']}: {claim['before']['text']} → {claim['after']['text']}",
-                      markup=False)
+        console.print(f"  ~ update {claim['claimId']}: {claim['before']['text']} → {claim['after']['text']}")
     for claim in d["claims"]["retired"]:
-        console.print(f"  - retire {claim['claimId']}: {claim['before']['text']}", markup=False)
+        console.print(f"  - retire {claim['claimId']}: {claim['before']['text']}")
     if shown.get("refusal"):
-        console.print(f"[red]{shown['refusal']}[/red]")
+        console.print(f"{shown['refusal']}", style="red")
 
 
 def _decide_delta(decision: str, operation: str, note: str | None, url: str | None, token: str | None,
