@@ -14,11 +14,20 @@ from tests.support import TEST_LOG_LEVEL, Servers, Stack, new_deployment, remove
 configure_logging("tests", TEST_LOG_LEVEL, "console")
 
 
+SERVERS_USED: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+    for line in SERVERS_USED:
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 async def servers():
     scratch = Path(tempfile.mkdtemp(prefix="threadline-servers-"))
     found = await Servers.find_or_start(scratch)
-    print(f"\nthreadline tests: NATS {found.nats_url}, PostgreSQL from {found.origin}")
+    SERVERS_USED.append(f"threadline tests ran against NATS {found.nats_url} and PostgreSQL "
+                        f"{found.admin_database_url} ({found.origin})")
     yield found
     await found.stop()
     shutil.rmtree(scratch, ignore_errors=True)

@@ -211,7 +211,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     async def readyz() -> Response:
         checks = {"nats": False, "postgres": False}
         try:
-            checks["nats"] = bool(gateway.broker._connection and gateway.broker._connection.is_connected)  # noqa: SLF001
+            checks["nats"] = await gateway.broker.ping(timeout=2.0)
         except Exception:  # noqa: BLE001
             checks["nats"] = False
         try:
