@@ -100,6 +100,6 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def environment_overrides() -> dict[str, str]:
-    """The THREADLINE_* variables of this process, for handing on to child processes."""
-    return {key: value for key, value in os.environ.items() if key.startswith("THREADLINE_")}
+def child_environment(overrides: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `overrides`, for the service processes `threadline up` starts."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **overrides}

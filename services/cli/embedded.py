@@ -6,7 +6,6 @@ import asyncio
 import atexit
 import ctypes
 import json
-import os
 import shutil
 import signal
 import socket
@@ -166,10 +165,3 @@ async def _wait_for_port(port: int, process: asyncio.subprocess.Process, name: s
         except OSError:
             await asyncio.sleep(0.05)
     raise RuntimeError(f"{name} did not start listening on port {port}; see {log_path}")
-
-
-def environment_for_children(extra: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(extra)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env

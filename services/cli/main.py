@@ -68,9 +68,16 @@ def up(
     from services.cli.up import up as run_up
     from shared.logging import configure_logging
 
+    from services.cli.up import StartupError
+
     settings = _settings(data_dir)
     configure_logging("up", settings.log_level, settings.log_format)
-    raise typer.Exit(_run(run_up(settings, settings.data_dir, demo)))
+    try:
+        code = _run(run_up(settings, settings.data_dir, demo))
+    except StartupError as error:
+        typer.secho(f"threadline up could not start: {error}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -19,17 +20,21 @@ from typing import Any
 
 import httpx2
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent, environment_for_children
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
 from shared.bootstrap import prepare
 from shared.logging import get_logger
 from shared.messaging import ServiceClient, create_broker
-from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings
+from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings, child_environment
 from shared.subjects import BACKEND_SERVICES, Service, Subjects
 
 log = get_logger(__name__)
 
 START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
 STOP_GRACE_SECONDS = 12.0
+
+
+class StartupError(RuntimeError):
+    """The system could not start; the message says why and where to look."""
 
 
 @dataclass
@@ -63,6 +68,7 @@ class Supervisor:
             await self._stop()
 
     async def _start(self, started: float) -> None:
+        self._check_port_free()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         nats_url = self.settings.nats_url or await self.nats.start()
         database_url = self.settings.database_url or await self.postgres.start()
@@ -73,7 +79,7 @@ class Supervisor:
         self.settings = settings
         await prepare(settings)
         secret = settings.resolved_secret().decode()
-        self.env = environment_for_children(
+        self.env = child_environment(
             {
                 "THREADLINE_NATS_URL": nats_url,
                 "THREADLINE_DATABASE_URL": database_url,
@@ -95,6 +101,17 @@ class Supervisor:
 
             await load_demo(settings, agent_name=credentials.get("agentName", "agent"))
         self._announce(http_url, nats_url, database_url, credentials, first_start, time.monotonic() - started)
+
+    def _check_port_free(self) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.settings.http_host, self.settings.http_port))
+            except OSError:
+                raise StartupError(
+                    f"{self.settings.http_host}:{self.settings.http_port} is already in use (another `threadline up`?); "
+                    "stop it or set THREADLINE_HTTP_PORT"
+                ) from None
 
     async def _spawn(self, child: Child) -> None:
         log_dir = self.data_dir / "logs"
@@ -128,7 +145,7 @@ class Supervisor:
                         pass
                 if waiting:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"services did not answer: {', '.join(sorted(waiting))}; see "
+                        raise StartupError(f"services did not answer: {', '.join(sorted(waiting))}; see "
                                            f"{self.data_dir / 'logs'}")
                     await asyncio.sleep(0.1)
         finally:
@@ -142,13 +159,13 @@ class Supervisor:
                 except httpx2.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the gateway did not become ready; see {self.data_dir / 'logs'}")
+                    raise StartupError(f"the gateway did not become ready; see {self.data_dir / 'logs'}")
                 await asyncio.sleep(0.1)
 
     def _check_children(self) -> None:
         for child in self.children.values():
             if child.process is not None and child.process.returncode is not None:
-                raise RuntimeError(
+                raise StartupError(
                     f"{child.service.value} exited with code {child.process.returncode} while starting; see "
                     f"{self.data_dir / 'logs' / (child.service.value + '.log')}"
                 )

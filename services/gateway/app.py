@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from shared.subjects import Subjects
 log = get_logger(__name__)
 
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+CORRELATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
 def _version() -> str:
@@ -103,10 +106,13 @@ class CorrelationMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        correlation_id = headers.get("x-correlation-id") or new_correlation_id()
+        # Callers may bring their own ids; anything malformed is replaced rather than logged as given.
+        supplied = headers.get("x-correlation-id", "")
+        correlation_id = supplied if CORRELATION_ID.fullmatch(supplied) else new_correlation_id()
+        traceparent = headers.get("traceparent", "")
         scope.setdefault("state", {})
         scope["state"]["correlation_id"] = correlation_id
-        scope["state"]["traceparent"] = headers.get("traceparent") or new_traceparent()
+        scope["state"]["traceparent"] = traceparent if TRACEPARENT.fullmatch(traceparent) else new_traceparent()
         scope[CORRELATION_SCOPE_KEY] = correlation_id
         status = {"code": 500}
 

@@ -127,5 +127,5 @@ def _correlation_id(ctx: Any) -> str:
 
 def _traceparent(ctx: Any) -> str:
     request = getattr(ctx, "request", None)
-    header = request.headers.get("traceparent") if request is not None else None
-    return header or new_traceparent()
+    state = request.scope.get("state", {}) if request is not None else {}
+    return state.get("traceparent") or new_traceparent()

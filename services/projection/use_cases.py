@@ -326,6 +326,8 @@ async def set_focus(ctx: ServiceContext, request: ToolRequest[SetFocusArgs], met
     agent = request.actor.name
     async with ctx.db.transaction() as connection:
         await _check_discovered(connection, agent, args.expected_case_id)
+        # Shared case lock: no decision commits in between, so this event never trails a later revision.
+        await lock_case_shared(connection, args.expected_case_id)
         case = await repository.case_row(connection, args.expected_case_id)
         if case is None:
             raise NotFound(f"there is no case {args.expected_case_id!r}", field="expectedCaseId",

@@ -200,3 +200,21 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
         assert again.stop(signal.SIGTERM) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive
+
+
+def test_up_refuses_a_port_in_use_with_a_clear_message(tmp_path):
+    import socket
+    import subprocess
+
+    from tests.e2e.system import THREADLINE
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+        done = subprocess.run([str(THREADLINE), "up", "--data-dir", str(tmp_path / "data"), "--no-demo"],
+                              env={**environment, "THREADLINE_HTTP_PORT": str(port)}, capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"127.0.0.1:{port} is already in use" in done.stderr and "THREADLINE_HTTP_PORT" in done.stderr

@@ -80,8 +80,21 @@ async def make_decisions(stack: Stack) -> int:
             staged = await stack.client.call(Command.STAGE_SOURCES, {"actor": agent, "args": {
                 "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}})
             proposals.append((staged["proposalId"], f"s{k}"))
+        deciding = True
+
+        async def toggle_focus() -> None:
+            # Focus events race the decisions: each must still land in revision order.
+            focus = ["unresolved", "all"]
+            while deciding:
+                await stack.client.call(Command.SET_FOCUS, {"actor": agent, "args": {
+                    "expectedCaseId": case_id, "focus": focus[0]}})
+                focus.reverse()
+
+        toggler = asyncio.create_task(toggle_focus())
         for proposal_id, item in proposals:
             await stack.client.call(Command.DECIDE, {"actor": reviewer, "proposalId": proposal_id, "accept": [item]})
+        deciding = False
+        await toggler
 
     await asyncio.gather(*(one_case(n) for n in range(CASES)))
     return CASES * DECISIONS_PER_CASE
