@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
 from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from shared import version
 from shared.contracts import command_requests
 from shared.events import DATA_SCHEMAS, EventType
 from shared.settings import Settings
@@ -141,7 +140,7 @@ def document(settings: Settings) -> dict[str, Any]:
         "asyncapi": "3.0.0",
         "info": {
             "title": "Threadline",
-            "version": _version(),
+            "version": version(),
             "description": (
                 "Commands (request/reply, one queue group per service) and change events (JetStream stream "
                 f"{settings.stream_name}, subjects {subjects.events_wildcard}). Events are CloudEvents 1.0 JSON; "
@@ -154,10 +153,3 @@ def document(settings: Settings) -> dict[str, Any]:
         "operations": operations,
         "components": {"messages": messages, "schemas": schemas},
     }
-
-
-def _version() -> str:
-    try:
-        return package_version("threadline")
-    except PackageNotFoundError:
-        return "0"

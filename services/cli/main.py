@@ -65,10 +65,9 @@ def up(
     demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Load the demo case and company.")] = True,
 ) -> None:
     """Run the whole system in the foreground (embedded NATS and PostgreSQL unless URLs are set)."""
+    from services.cli.up import StartupError
     from services.cli.up import up as run_up
     from shared.logging import configure_logging
-
-    from services.cli.up import StartupError
 
     settings = _settings(data_dir)
     configure_logging("up", settings.log_level, settings.log_format)

@@ -8,7 +8,6 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from services.gateway.mcp_server import (
     build_server,
     principal_from_http,
 )
-from shared import asyncapi
+from shared import asyncapi, version
 from shared.db.session import Database
 from shared.errors import InvalidArgument, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
@@ -46,13 +45,6 @@ log = get_logger(__name__)
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 CORRELATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
-
-
-def _version() -> str:
-    try:
-        return package_version("threadline")
-    except Exception:  # noqa: BLE001
-        return "0"
 
 
 @dataclass
@@ -153,7 +145,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     async def resolve(ctx: Any) -> Principal:
         return principal_from_http(ctx)
 
-    mcp_server = build_server(gateway.client, resolve, _version())
+    mcp_server = build_server(gateway.client, resolve, version())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -169,7 +161,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Threadline API",
-        version=_version(),
+        version=version(),
         description="Reviewers' and operators' API of Threadline: cases, proposals, decisions, theses.",
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
@@ -289,7 +281,7 @@ async def serve_stdio(settings: Settings, token: str | None) -> None:
     async def resolve(ctx: Any) -> Principal:
         return principal
 
-    server = build_server(gateway.client, resolve, _version())
+    server = build_server(gateway.client, resolve, version())
     await gateway.start()
     try:
         async with stdio_server() as (read_stream, write_stream):
