@@ -60,6 +60,12 @@ class DecisionPlan:
         return bool(self.accepted)
 
 
+def status_after(proposal: StoredProposal, plan: DecisionPlan) -> str:
+    """The proposal's status once the plan's outcomes are recorded."""
+    decided = {i.item_id: "accepted" for i in plan.accepted} | {i.item_id: "rejected" for i in plan.rejected}
+    return proposal_status([decided.get(item.item_id, item.outcome) for item in proposal.items])
+
+
 def check_expected_revision(expected: int | None, revision: int) -> None:
     if expected is not None and expected != revision:
         raise StaleRevision(

@@ -287,8 +287,7 @@ async def list_proposals(ctx: ServiceContext, cmd: ListProposals) -> dict[str, A
         case = await repository.get_case(connection, cmd.case_id)
         if case is None:
             raise _case_not_found(cmd.case_id)
-        status = None if cmd.status == "all" else cmd.status
-        found = await repository.list_proposals(connection, cmd.case_id, status or "all", cmd.limit)
+        found = await repository.list_proposals(connection, cmd.case_id, cmd.status, cmd.limit)
     return {
         "caseId": cmd.case_id,
         "revision": case["revision"],
@@ -389,7 +388,7 @@ async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]
         if not plan.accepted and not plan.rejected:
             return {**result, "decisionId": None, "status": proposal.status}
         decision_id = str(uuid.uuid4())
-        new_revision = revision
+        revision_after = revision + 1 if plan.accepted else revision
         decided = case_event(
             ctx.subjects,
             EventType.PROPOSAL_DECIDED,
@@ -402,11 +401,11 @@ async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]
                 rejected=result["rejected"],
                 refused=plan.refused,
                 note=cmd.note,
-                revision=revision + (1 if plan.accepted else 0),
+                revision=revision_after,
             ),
             case_id=case_id,
             service=ctx.service.value,
-            revision=revision + (1 if plan.accepted else 0),
+            revision=revision_after,
             correlation_id=meta.correlation_id,
             traceparent=meta.traceparent,
         )
@@ -417,28 +416,28 @@ async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]
             reviewer=cmd.actor.name,
             note=cmd.note,
             expected_revision=cmd.expected_revision,
-            revision_after=revision + 1 if plan.accepted else None,
+            revision_after=revision_after if plan.accepted else None,
             refused=plan.refused,
             correlation_id=meta.correlation_id,
             decided_at=now,
             outcomes=[(i.item_id, "accepted") for i in plan.accepted] + [(i.item_id, "rejected") for i in plan.rejected],
         )
         if plan.accepted:
-            new_revision = await repository.bump_revision(connection, case_id)
+            await repository.bump_revision(connection, case_id)
             provenance = Provenance(
-                proposal_id, proposal.agent_name, proposal.created_at, decision_id, cmd.actor.name, now, new_revision
+                proposal_id, proposal.agent_name, proposal.created_at, decision_id, cmd.actor.name, now, revision_after
             )
             change = await _install(connection, proposal, plan.accepted, provenance)
             summary = (
                 f"{cmd.actor.name} accepted {len(plan.accepted)} {proposal.kind} item(s) of proposal "
                 f"{proposal_id} staged by {proposal.agent_name}"
             )
-            await _log_change(ctx, connection, case_id, new_revision, revision, cmd.actor.name, summary, change,
+            await _log_change(ctx, connection, case_id, revision_after, revision, cmd.actor.name, summary, change,
                               decision_id, proposal_id, meta, now, also=[decided])
         else:
             await outbox.append(connection, [decided])
-        updated = await repository.get_proposal(connection, proposal_id)
-    return {**result, "revision": new_revision, "decisionId": decision_id, "status": updated.status}
+    return {**result, "revision": revision_after, "decisionId": decision_id,
+            "status": domain.status_after(proposal, plan)}
 
 
 async def _install(

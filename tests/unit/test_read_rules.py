@@ -1,0 +1,41 @@
+"""Read-side rules: paging, capped sections, independent evidence, what is unresolved."""
+
+from __future__ import annotations
+
+from services.projection import domain
+from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
+
+
+def claim(claim_id, confidence="supported", sources=("s1",), kind="observation"):
+    return ClaimView(claim_id, "t", kind, confidence, None, None, tuple(sources), 1)
+
+
+def test_pages_follow_item_offsets_up_to_cursor_96_and_count_what_is_beyond():
+    items = list(range(130))
+    first = domain.page(items, None)
+    assert first["items"] == list(range(12)) and first["nextCursor"] == 12
+    last = domain.page(items, 96)
+    assert last["items"] == list(range(96, 108)) and last["nextCursor"] is None and last["omitted"] == 22
+    assert domain.page(items[:20], 12) == {"items": list(range(12, 20)), "offset": 12, "total": 20,
+                                           "nextCursor": None, "omitted": 0}
+
+
+def test_a_merge_group_counts_as_one_independent_item_even_when_groups_overlap():
+    groups = {"g1": ["a", "b"], "g2": ["b", "c"], "g3": ["x", "y"]}
+    assert domain.independent_units(["a", "b", "c", "d"], groups) == 2
+    assert domain.independent_units(["a", "d"], groups) == 2
+
+
+def test_unresolved_names_weak_contradicted_and_unsourced_claims_and_the_missing_verdict():
+    snapshot = LedgerSnapshot(
+        revision=3,
+        claims=[claim("firm", sources=("p",)), claim("weak", "disputed", ("p",)), claim("hearsay", sources=("s",))],
+        source_types={"p": "primary", "s": "social"},
+        relations=[RelationView("r", "hearsay", "firm", "contradicts", False)],
+    )
+    found = [(i["type"], i.get("claimId")) for i in domain.unresolved(snapshot)]
+    assert found == [("missing_verdict", None), ("contradicted_by_relation", "firm"), ("claim_disputed", "weak"),
+                     ("no_primary_source", "hearsay")]
+    health = domain.evidence_health(snapshot)
+    assert health["claims"]["withoutPrimarySource"] == 1 and health["claims"]["contradicted"] == 1
+    assert health["sources"]["uncited"] == 0
