@@ -125,6 +125,24 @@ def token_create(
     typer.echo(issued["token"])
 
 
+@token_app.command("list")
+def token_list(data_dir: DataDir = None) -> None:
+    """List tokens (names, roles, when issued and revoked; never the tokens themselves)."""
+    from services.cli.operations import list_tokens
+
+    for token in _run(list_tokens(_settings(data_dir))):
+        typer.echo(json.dumps(token))
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: Annotated[str, typer.Argument(help="The tokenId (see `token list`).")],
+                 data_dir: DataDir = None) -> None:
+    """Revoke a token: every gateway refuses it within THREADLINE_AUTH_CACHE_SECONDS."""
+    from services.cli.operations import revoke_token
+
+    typer.echo(json.dumps(_run(revoke_token(_settings(data_dir), token_id))))
+
+
 @case_app.command("create")
 def case_create(
     case_id: Annotated[str, typer.Option("--id", help="Slug: lowercase letters, digits, hyphens.")],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from services.gateway.auth import TokenStore
@@ -14,13 +16,30 @@ from shared.subjects import Command, Subjects
 OPERATOR = Actor(name="operator", role="admin")
 
 
-async def issue_token(settings: Settings, *, role: str, name: str, case_id: str | None,
-                      created_by: str = "operator") -> dict[str, Any]:
+@asynccontextmanager
+async def token_store(settings: Settings) -> AsyncIterator[TokenStore]:
+    """The gateway's token store, used directly (tokens live in PostgreSQL)."""
     db = Database.from_url(settings.resolved_database_url(), pool_size=1, application_name="threadline-cli")
     try:
-        return await TokenStore(db).issue(role=role, name=name, created_by=created_by, case_id=case_id)
+        yield TokenStore(db)
     finally:
         await db.dispose()
+
+
+async def issue_token(settings: Settings, *, role: str, name: str, case_id: str | None,
+                      created_by: str = "operator") -> dict[str, Any]:
+    async with token_store(settings) as tokens:
+        return await tokens.issue(role=role, name=name, created_by=created_by, case_id=case_id)
+
+
+async def list_tokens(settings: Settings) -> list[dict[str, Any]]:
+    async with token_store(settings) as tokens:
+        return await tokens.list()
+
+
+async def revoke_token(settings: Settings, token_id: str) -> dict[str, Any]:
+    async with token_store(settings) as tokens:
+        return await tokens.revoke(token_id)
 
 
 async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str, str]:

@@ -191,6 +191,7 @@ class Supervisor:
             f"  Review UI              {http_url}/ui",
             f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
             f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
+            f"  Events (AsyncAPI)      {http_url}/docs/asyncapi",
             f"  NATS                   {nats_url}   events stream {self.settings.stream_name}",
             f"  PostgreSQL             {database_url}",
             f"  Data dir               {self.data_dir}   (logs in {self.data_dir / 'logs'})",

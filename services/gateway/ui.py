@@ -176,6 +176,15 @@ async def case_page(request: Request, case_id: str, principal: Principal = Revie
     return render(request, "case.html", ledger=ledger, lanes=lanes)
 
 
+@router.post("/cases/{case_id}/guidance")
+async def add_guidance(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
+    form = await form_of(request)
+    text = form.get("text", "").strip()
+    if text:
+        await call(request, Command.ADD_GUIDANCE, c.AddGuidance(actor=principal.actor(), case_id=case_id, text=text))
+    return RedirectResponse(f"/ui/cases/{case_id}#guidance", status_code=303)
+
+
 @router.get("/cases/{case_id}/history")
 async def history_page(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
     history = await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))

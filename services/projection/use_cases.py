@@ -213,6 +213,7 @@ def _guidance(view: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 LEDGER_CLAIMS_CAP = 500
+LEDGER_GUIDANCE_CAP = 20
 
 
 async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
@@ -228,6 +229,7 @@ async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
         groups = await repository.group_list(connection, cmd.case_id)
         pending = await repository.pending_proposals(connection, cmd.case_id)
         pending_items = await repository.proposal_items_status(connection, [p["proposal_id"] for p in pending])
+        guidance = (await current_view(connection, case))["guidance"]
     claims = _claims(snapshot, focus, cap=LEDGER_CLAIMS_CAP, with_verdict=False)
     for claim in claims["items"]:
         claim["provenance"] = provenance.get(claim["claimId"])
@@ -258,6 +260,7 @@ async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
             for g in groups
         ],
         "unresolved": len(domain.unresolved(snapshot)),
+        "guidance": guidance[:LEDGER_GUIDANCE_CAP],
         "pendingProposals": [
             {"proposalId": p["proposal_id"], "kind": p["kind"], "agent": p["agent_name"],
              "stagedAt": p["created_at"].isoformat(), "pinnedRevision": p["pinned_revision"],

@@ -319,3 +319,19 @@ async def test_the_review_cli_lists_shows_accepts_and_rejects(stack):
         again = await asyncio.to_thread(threadline, "accept", staged["proposalId"], "cli-no", stack=stack)
         assert again.returncode == 1 and "already rejected" in again.stdout
         assert await agent.revision() == 2
+
+
+async def test_operators_list_and_revoke_tokens_from_the_cli(stack):
+    name = unique("cli-revoked")
+    token = await stack.issue_token("reviewer", name)
+    env = stack.environment()
+    listed = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token", "list"],
+                                     env=env, capture_output=True, text=True, timeout=60)
+    entry = next(json.loads(line) for line in listed.stdout.splitlines() if json.loads(line)["name"] == name)
+    assert token not in listed.stdout and "tokenHash" not in listed.stdout
+    revoked = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token",
+                                                       "revoke", entry["tokenId"]],
+                                      env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(revoked.stdout)["revokedAt"]
+    async with stack.api(token=token) as api:
+        assert (await api.get("/api/v1/cases")).status_code == 401

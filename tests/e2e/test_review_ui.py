@@ -94,3 +94,19 @@ async def test_the_ui_refuses_agents_and_forged_forms(stack, browser):
         forged = await api.post("/ui/proposals/00000000-0000-4000-8000-000000000000/decide",
                                 data={"item:x": "accept", "csrf": "guessed"})
         assert forged.status_code == 403
+
+
+async def test_reviewers_write_case_guidance_on_the_case_page(stack, browser):
+    async with agent_session(stack) as agent:
+        page = await browser.new_page()
+        await page.goto(f"{stack.http_url}/ui/signin")
+        await page.fill("#token", stack.tokens["reviewer"])
+        await page.click("button[type=submit]")
+        await page.goto(f"{stack.http_url}/ui/cases/{agent.case_id}")
+        await page.fill("#guidance-text", "Weight measured data over <models>.")
+        await page.click("button:has-text('Add guidance')")
+        assert "Weight measured data over <models>." in await page.locator("#guidance").inner_text()
+        await page.close()
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
+        assert guidance[0] == guidance[0] | {"type": "case_guidance", "note": "Weight measured data over <models>.",
+                                             "reviewer": "reviewer"}
