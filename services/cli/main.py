@@ -84,13 +84,14 @@ def serve(
     service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection")],
     stdio: Annotated[bool, typer.Option("--stdio", help="Gateway only: MCP over stdin/stdout.")] = False,
     token: Annotated[str | None, typer.Option(envvar="THREADLINE_TOKEN", help="Agent token for --stdio.")] = None,
+    data_dir: DataDir = None,
 ) -> None:
     """Run one service (what a container runs). Scale by running more processes."""
     try:
         which = Service(service)
     except ValueError:
         raise typer.BadParameter(f"unknown service {service!r}; use one of {[s.value for s in Service]}") from None
-    settings = _settings()
+    settings = _settings(data_dir)
     if which is Service.GATEWAY:
         from services.gateway.app import main
         _run(main(settings, stdio=stdio, token=token))

@@ -175,6 +175,20 @@ async def test_one_correlation_id_follows_a_call_from_the_gateway_into_the_servi
     assert all(e["service"] == "projection" for e in projection)
 
 
+async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_the_data_dir(system, data_dir):
+    from mcp import StdioServerParameters
+
+    from tests.e2e.system import THREADLINE
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    server = StdioServerParameters(command=str(THREADLINE), args=["serve", "gateway", "--stdio", "--data-dir",
+                                                                  str(data_dir)],
+                                   env={**environment, "THREADLINE_TOKEN": system.credentials["agent"]})
+    async with Client(server) as client:
+        workspace = await client.call_tool("get_workspace", {})
+    assert workspace.structured_content["caseId"] == "skeleton"
+
+
 def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, data_dir):
     processes = system.processes()
     assert len(processes) >= 7, [p.name() for p in processes]  # up, 5 services, nats-server, postgres
