@@ -1,0 +1,62 @@
+"""The projection's consumer: a failed event is redelivered until it applies, and applies only once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+from sqlalchemy import text
+
+from services.projection import repository as projection
+from services.projection import use_cases
+from shared.service import ServiceContext
+from shared.subjects import Service, Subjects
+from tests.events import stream_events, wait_until_projected, wait_until_published
+from tests.factories import new_case, source_item
+
+
+async def view_revision(stack, case_id: str) -> int | None:
+    async with stack.db.engine.connect() as connection:
+        view = await projection.stored_view(connection, case_id)
+    return view["revision"] if view else None
+
+
+async def test_a_failing_event_is_redelivered_until_it_applies_then_never_again(stack):
+    case_id = await new_case(stack)
+    await wait_until_published(stack.db)
+    await wait_until_projected(stack.settings)
+    assert await view_revision(stack, case_id) == 0
+
+    async with stack.db.engine.begin() as connection:
+        await connection.execute(text(
+            "CREATE FUNCTION refuse_view() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"IF NEW.case_id = '{case_id}' THEN RAISE EXCEPTION 'read model store down'; END IF; "
+            "RETURN NEW; END $$"))
+        await connection.execute(text(
+            "CREATE TRIGGER refuse_view BEFORE INSERT OR UPDATE ON case_views "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_view()"))
+    try:
+        async with stack.api() as api:
+            recorded = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("late")]})
+            assert recorded.status_code == 201
+        await wait_until_published(stack.db)
+        await asyncio.sleep(2.5)  # long enough for a first attempt and a redelivery
+        assert await view_revision(stack, case_id) == 0
+        connection = await nats.connect(stack.settings.resolved_nats_url())
+        try:
+            info = await connection.jetstream().consumer_info(stack.settings.stream_name, "projection")
+            assert info.num_ack_pending + info.num_redelivered >= 1
+        finally:
+            await connection.close()
+    finally:
+        async with stack.db.engine.begin() as connection:
+            await connection.execute(text("DROP TRIGGER refuse_view ON case_views"))
+            await connection.execute(text("DROP FUNCTION refuse_view()"))
+
+    await wait_until_projected(stack.settings)
+    assert await view_revision(stack, case_id) == 1
+
+    event = next(e for e in await stream_events(stack.settings)
+                 if e["type"] == "threadline.ledger.changed" and e["data"]["caseId"] == case_id)
+    context = ServiceContext(Service.PROJECTION, stack.settings, stack.db, Subjects(stack.settings.nats_prefix))
+    assert await use_cases.apply_event(context, event, event["seq"]) is False  # already applied: a no-op
