@@ -33,6 +33,14 @@ async def call_ok(mcp, tool, args):
     return result.structured_content
 
 
+async def previewed_and_committed(mcp, args):
+    """Preview a delta and commit it; return the preview (operationId, commitToken, delta)."""
+    preview = await call_ok(mcp, "propose_claim_delta_from_source", args)
+    await call_ok(mcp, "propose_claim_delta_from_source", {
+        "mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]})
+    return preview
+
+
 async def call_refused(mcp, tool, args):
     result = await mcp.call_tool(tool, args)
     assert result.is_error, result.structured_content
@@ -157,9 +165,7 @@ async def test_each_refusal_names_the_problem(stack):
         retire = preview_args(company, unique(), proposedClaims=[
             {"text": "gone", "label": "UNVERIFIED", "section": "Margins", "action": "retire",
              "targetClaimId": margins}], affectedClaimIds=[])
-        staged = await call_ok(mcp, "propose_claim_delta_from_source", retire)
-        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": staged["operationId"],
-                                                               "commitToken": staged["commitToken"]})
+        staged = await previewed_and_committed(mcp, retire)
         async with stack.api() as api:
             assert (await api.post(f"/api/v1/deltas/{staged['operationId']}/decision",
                                    json={"decision": "accept"})).status_code == 200
@@ -192,9 +198,7 @@ async def test_each_refusal_names_the_problem(stack):
 async def test_a_rejection_note_reaches_the_agent(stack):
     company = await new_company(stack)
     async with stack.agent() as mcp:
-        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
-        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
-                                                               "commitToken": preview["commitToken"]})
+        preview = await previewed_and_committed(mcp, preview_args(company, unique()))
         async with stack.api() as api:
             rejected = await api.post(f"/api/v1/deltas/{preview['operationId']}/decision",
                                       json={"decision": "reject", "note": "The filing says 12%, not 14%."})
@@ -265,10 +269,8 @@ async def test_a_commit_after_expiry_is_refused(short_lived):
 async def test_reviewers_decide_deltas_on_the_web_page(stack):
     company = await new_company(stack)
     async with stack.agent() as mcp:
-        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(
+        preview = await previewed_and_committed(mcp, preview_args(
             company, unique(), summary="<script>alert(1)</script> growth"))
-        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
-                                                               "commitToken": preview["commitToken"]})
     async with stack.api() as http:
         http.cookies.set(COOKIE, stack.tokens["reviewer"], path="/ui")
         listed = await http.get("/ui/companies")
@@ -291,9 +293,7 @@ def threadline(stack, *args: str) -> subprocess.CompletedProcess:
 async def test_the_review_cli_lists_shows_and_decides_deltas(stack):
     company = await new_company(stack)
     async with stack.agent() as mcp:
-        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
-        await call_ok(mcp, "propose_claim_delta_from_source", {"mode": "commit", "operationId": preview["operationId"],
-                                                               "commitToken": preview["commitToken"]})
+        preview = await previewed_and_committed(mcp, preview_args(company, unique()))
     listed = await asyncio.to_thread(threadline, stack, "deltas", "--ticker", company["ticker"])
     assert preview["operationId"] in listed.stdout
     shown = await asyncio.to_thread(threadline, stack, "delta", preview["operationId"])
