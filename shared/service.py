@@ -18,6 +18,8 @@ from shared.subjects import Service, Subjects
 
 log = get_logger(__name__)
 
+BACKGROUND_STOP_SECONDS = 10.0
+
 
 @dataclass(frozen=True)
 class ServiceContext:
@@ -102,7 +104,10 @@ async def run_service(
         log.info("service_stopping")
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=BACKGROUND_STOP_SECONDS)
+            for task in stuck:
+                log.error("background_task_did_not_stop", task=task.get_name())
         await broker.stop()
         await db.dispose()
         log.info("service_stopped")

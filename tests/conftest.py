@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -12,6 +13,20 @@ from shared.logging import configure_logging
 from tests.support import TEST_LOG_LEVEL, Servers, Stack, new_deployment, remove_deployment
 
 configure_logging("tests", TEST_LOG_LEVEL, "console")
+
+
+def _dump_tasks(*_: object) -> None:
+    """`kill -USR1 <pytest pid>` prints every asyncio task's stack: for diagnosing a hang."""
+    import asyncio
+    import sys
+
+    loop = asyncio.get_event_loop_policy().get_event_loop()
+    for task in asyncio.all_tasks(loop):
+        print(f"--- {task.get_name()}", file=sys.stderr)
+        task.print_stack(file=sys.stderr)
+
+
+signal.signal(signal.SIGUSR1, _dump_tasks)
 
 
 SERVERS_USED: list[str] = []

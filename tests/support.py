@@ -201,7 +201,7 @@ class Stack:
             port = free_port()
             settings = self.settings.model_copy(update={"http_port": port})
             config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_config=None,
-                                    access_log=False, lifespan="on")
+                                    access_log=False, lifespan="on", timeout_graceful_shutdown=5)
             self.gateway_server = uvicorn.Server(config)
             self.gateway_server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
             self.tasks.append(asyncio.create_task(self.gateway_server.serve(), name="gateway"))
@@ -225,7 +225,11 @@ class Stack:
         if self.gateway_server is not None:
             self.gateway_server.should_exit = True
         self.stop_event.set()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        _, pending = await asyncio.wait(self.tasks, timeout=60)
+        if pending:
+            for task in pending:
+                task.print_stack()
+            raise RuntimeError(f"did not stop within 60 s: {[t.get_name() for t in pending]}")
         if self.broker is not None:
             await self.broker.stop()
         if self.db is not None:

@@ -47,6 +47,8 @@ async def consume(ctx: ServiceContext) -> None:
                 messages = await subscription.fetch(BATCH, timeout=1.0)
             except (TimeoutError, NatsTimeout):
                 continue
+            except nats.errors.ConnectionClosedError:
+                return  # closed by shutdown: nothing more will arrive
             except nats.errors.Error as error:
                 log.warning("projection_fetch_failed", error=repr(error))
                 await asyncio.sleep(RETRY_DELAY_SECONDS)
