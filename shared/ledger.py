@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.errors import WrongCase
+
 ACTIVE = "active"
 
 RECORD_NAMESPACE = {
@@ -94,6 +96,17 @@ class LedgerFacts:
                     self.claims[claim_id] = ClaimFact("verdict", "superseded")
             self.claims[payload["claim"]["id"]] = ClaimFact("verdict", ACTIVE)
             self.relations.update(r["id"] for r in payload["relations"])
+
+
+def check_discovered(expected_case_id: str, discovered_case_id: str | None) -> None:
+    """Agents act only on the case they most recently discovered with get_workspace."""
+    if discovered_case_id != expected_case_id:
+        raise WrongCase(
+            f"expectedCaseId {expected_case_id!r} is not the case you most recently discovered"
+            + (f" ({discovered_case_id!r})" if discovered_case_id else ""),
+            field="expectedCaseId",
+            hint="call get_workspace first and use the caseId it returns",
+        )
 
 
 # --- items of a proposal ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from services.projection import domain, repository
-from shared import outbox
+from shared import ledger, outbox
 from shared.contracts import (
     CaseRef,
     GetCompanyContextArgs,
@@ -16,7 +16,7 @@ from shared.contracts import (
     ToolRequest,
 )
 from shared.db.queries import lock_case_shared
-from shared.errors import InvalidArgument, NoActiveCase, NotFound, WrongCase
+from shared.errors import InvalidArgument, NoActiveCase, NotFound
 from shared.events import EventType, FocusChanged, case_event
 from shared.service import Meta, ServiceContext
 
@@ -314,14 +314,7 @@ async def inspect_sources(
 
 
 async def _check_discovered(connection: Any, agent: str, expected_case_id: str) -> None:
-    discovered = await repository.discovered_case(connection, agent)
-    if discovered != expected_case_id:
-        raise WrongCase(
-            f"expectedCaseId {expected_case_id!r} is not the case you most recently discovered"
-            + (f" ({discovered!r})" if discovered else ""),
-            field="expectedCaseId",
-            hint="call get_workspace first and use the caseId it returns",
-        )
+    ledger.check_discovered(expected_case_id, await repository.discovered_case(connection, agent))
 
 
 async def set_focus(ctx: ServiceContext, request: ToolRequest[SetFocusArgs], meta: Meta) -> dict[str, Any]:

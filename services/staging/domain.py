@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import ledger
-from shared.errors import InvalidArgument, StaleRevision, WrongCase
+from shared.errors import InvalidArgument, StaleRevision
 
 KIND_BY_TOOL = {
     "stage_sources": "sources",
@@ -32,13 +32,7 @@ class Proposal:
 
 
 def check_pin(*, expected_case_id: str, discovered_case_id: str | None, expected_revision: int, revision: int) -> None:
-    if discovered_case_id != expected_case_id:
-        raise WrongCase(
-            f"expectedCaseId {expected_case_id!r} is not the case you most recently discovered"
-            + (f" ({discovered_case_id!r})" if discovered_case_id else ""),
-            field="expectedCaseId",
-            hint="call get_workspace first and use the caseId it returns",
-        )
+    ledger.check_discovered(expected_case_id, discovered_case_id)
     if expected_revision != revision:
         raise StaleRevision(
             f"the case is at revision {revision}, not {expected_revision}: the ledger changed since you read it",
