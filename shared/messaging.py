@@ -17,12 +17,12 @@ import pydantic
 from faststream import BaseMiddleware
 from faststream.middlewares import ExceptionMiddleware
 from faststream.nats import NatsBroker
-from nats.errors import NoRespondersError
+from nats.errors import MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
-from shared.subjects import Command, Service, Subjects
+from shared.subjects import Command, Service, Subjects, owner_name
 
 log = get_logger(__name__)
 
@@ -31,6 +31,10 @@ TRACEPARENT = "traceparent"
 
 def ok(result: Any) -> dict[str, Any]:
     return {"result": result}
+
+
+FIELD_NAME_CHARS = 60
+MESSAGE_CHARS = 200
 
 
 def field_path(loc: Sequence[str | int]) -> str:
@@ -44,19 +48,70 @@ def field_path(loc: Sequence[str | int]) -> str:
         if isinstance(part, int):
             path += f"[{part}]"
         else:
-            path += f".{part}" if path else str(part)
+            name = part if len(part) <= FIELD_NAME_CHARS else f"{part[:FIELD_NAME_CHARS]}…"  # an unknown key
+            path += f".{name}" if path else name
     return path or "(root)"
 
 
 def invalid_message(error: pydantic.ValidationError) -> ThreadlineError:
-    first = error.errors()[0]
+    """The first fault of a message that breaks its contract, with a hint for that kind of fault.
+
+    The rejected value itself is never echoed: an agent may have sent megabytes.
+    """
+    first = error.errors(include_url=False, include_input=False)[0]
     # The first element names the handler's parameter (`request`, `cmd`), not a field of the message.
     where = field_path(first["loc"][1:])
-    return InvalidArgument(
-        f"{where}: {first['msg']}",
-        field=where,
-        hint="send the fields the command's contract lists, with the types it gives",
-    )
+    reason = first["msg"] if len(first["msg"]) <= MESSAGE_CHARS else f"{first['msg'][:MESSAGE_CHARS]}…"
+    hint = contract_hint(first["type"], first.get("ctx", {}))
+    return InvalidArgument(f"{where}: {reason}", field=where, hint=hint)
+
+
+def contract_hint(kind: str, ctx: dict[str, Any]) -> str:
+    """What to send instead, for one pydantic error type and its context."""
+    match kind:
+        case "missing":
+            return "add the field: the command's contract requires it"
+        case "extra_forbidden":
+            return "remove the field: the command's contract does not list it"
+        case "string_too_long":
+            return f"shorten the text to at most {_count(ctx['max_length'], 'character')}"
+        case "string_too_short":
+            return f"send a text of at least {_count(ctx['min_length'], 'character')}"
+        case "string_pattern_mismatch":
+            return f"send a value matching the pattern {ctx['pattern']}"
+        case "literal_error" | "enum":
+            return f"use one of: {ctx['expected']}"
+        case "too_long":
+            return f"send at most {_count(ctx['max_length'], 'item')}"
+        case "too_short":
+            return f"send at least {_count(ctx['min_length'], 'item')}"
+        case "greater_than_equal":
+            return f"send a number of at least {ctx['ge']}"
+        case "greater_than":
+            return f"send a number greater than {ctx['gt']}"
+        case "less_than_equal":
+            return f"send a number of at most {ctx['le']}"
+        case "less_than":
+            return f"send a number less than {ctx['lt']}"
+        case "int_type" | "int_parsing" | "int_from_float":
+            return "send a whole number (a JSON integer)"
+        case "float_type" | "float_parsing":
+            return "send a JSON number"
+        case "bool_type" | "bool_parsing":
+            return "send true or false"
+        case "string_type":
+            return "send a JSON string"
+        case "list_type":
+            return "send a JSON array"
+        case "dict_type" | "model_type" | "model_attributes_type":
+            return "send a JSON object"
+        case "uuid_type" | "uuid_parsing":
+            return "send a UUID such as 123e4567-e89b-42d3-a456-426614174000"
+    return "send the fields the command's contract lists, with the types it gives"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _reply_domain_error(exc: ThreadlineError) -> dict[str, Any]:
@@ -87,7 +142,7 @@ class CorrelationMiddleware(BaseMiddleware):
                 return await call_next(msg)
             finally:
                 subject = msg.raw_message.subject if msg.raw_message is not None else ""
-                if ".health." not in subject:
+                if not Subjects.is_health(subject):
                     log.info("command_handled", subject=subject,
                              ms=round((time.perf_counter() - started) * 1000, 2))
 
@@ -155,13 +210,19 @@ class ServiceClient:
             )
         except (TimeoutError, NatsTimeoutError) as exc:
             raise Unavailable(
-                f"the {subject.split('.')[2]} service did not answer in time",
+                f"the {owner_name(command)} service did not answer in time",
                 hint="retry shortly; if it persists, an operator should check that the service runs",
             ) from exc
         except NoRespondersError as exc:
             raise Unavailable(
-                f"no {subject.split('.')[2]} service is running",
+                f"no {owner_name(command)} service is running",
                 hint="an operator must start it (`threadline serve …` or `threadline up`)",
+            ) from exc
+        except MaxPayloadError as exc:
+            # NATS carries at most max_payload bytes (1 MiB by default) per message.
+            raise InvalidArgument(
+                "the request is larger than one NATS message may be",
+                hint="send less at once: fewer or shorter items per call",
             ) from exc
         body = await message.decode()
         if not isinstance(body, dict):

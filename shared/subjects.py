@@ -84,6 +84,10 @@ class Subjects:
     def health(self, service: Service) -> str:
         return f"{self.prefix}.health.{service.value}"
 
+    @staticmethod
+    def is_health(subject: str) -> bool:
+        return ".health." in subject
+
     @property
     def events_wildcard(self) -> str:
         return f"{self.prefix}.events.>"
@@ -101,3 +105,8 @@ class Subjects:
 def event_suffix(event_type: str) -> str:
     """`threadline.ledger.changed` → `ledger.changed` (the subject tail after the aggregate id)."""
     return event_type.removeprefix("threadline.")
+
+
+def owner_name(command: Command) -> str:
+    """The service that answers a command, as people call it (`thesis-delta`)."""
+    return OWNER[command].value

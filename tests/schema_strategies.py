@@ -2,25 +2,37 @@
 
 hypothesis-jsonschema does not run with current Hypothesis, so this covers exactly the keywords the
 spec uses and refuses any other, so a schema change can never make it draw less than it claims to.
+Patterns are drawn with their ECMA-262 meaning, as the gateway checks them; no string holds U+0000,
+which the gateway refuses whatever the schema says (PostgreSQL cannot store it).
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from typing import Any
 
 from hypothesis import strategies as st
+
+from shared.spec import ecma_regex, python_pattern
 
 KNOWN = {
     "type", "description", "properties", "required", "additionalProperties", "enum", "const", "minLength",
     "maxLength", "pattern", "format", "minimum", "maximum", "items", "minItems", "maxItems", "uniqueItems",
     "anyOf", "$schema",
 }
+SHORT = 60  # most strings stay this short; some are drawn up to the schema's maxLength
+UNBOUNDED_CHARS = 1000  # the longest string drawn where the schema sets no maxLength
+FEW_ITEMS = 4  # most arrays hold at most this many items more than minItems; some hold maxItems
+UNBOUNDED_ITEMS = 12  # the most items drawn where the schema sets no maxItems
 
+CHARACTERS = st.characters(codec="utf-8", exclude_characters="\x00")  # JSON text: no lone surrogates
+HOSTS = st.from_regex(r"[a-z][a-z0-9]{0,12}", fullmatch=True)
 URIS = st.builds(
     lambda scheme, host, path: f"{scheme}://{host}.example{path}",
     st.sampled_from(["http", "https"]),
-    st.from_regex(r"[a-z][a-z0-9]{0,12}", fullmatch=True),
+    HOSTS,
     st.from_regex(r"(/[a-zA-Z0-9._~-]{1,10}){0,3}", fullmatch=True),
 )
 
@@ -39,12 +51,7 @@ def valid(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     if kind == "object":
         return _object(schema)
     if kind == "array":
-        return st.lists(
-            valid(schema.get("items", {"type": "string"})),
-            min_size=schema.get("minItems", 0),
-            max_size=min(schema.get("maxItems", 6), 6),
-            unique_by=(lambda v: json.dumps(v, sort_keys=True)) if schema.get("uniqueItems") else None,
-        )
+        return _array(schema)
     if kind == "integer":
         return st.integers(schema.get("minimum", -(2**53)), schema.get("maximum", 2**53))
     if kind == "string":
@@ -61,20 +68,50 @@ def _object(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _array(schema: dict[str, Any]) -> st.SearchStrategy[list[Any]]:
+    low = schema.get("minItems", 0)
+    high = schema.get("maxItems", low + UNBOUNDED_ITEMS)
+    items = valid(schema.get("items", {"type": "string"}))
+    unique = (lambda v: json.dumps(v, sort_keys=True)) if schema.get("uniqueItems") else None
+    few = st.lists(items, min_size=low, max_size=min(high, low + FEW_ITEMS), unique_by=unique)
+    if unique or high <= UNBOUNDED_ITEMS:
+        full = st.lists(items, min_size=high, max_size=high, unique_by=unique)
+    else:  # hundreds of distinct objects overrun Hypothesis's budget: repeat a few up to maxItems
+        full = st.lists(items, min_size=1, max_size=FEW_ITEMS).map(
+            lambda drawn: [copy.deepcopy(drawn[index % len(drawn)]) for index in range(high)]
+        )
+    return st.one_of(few, full)
+
+
 def _string(schema: dict[str, Any]) -> st.SearchStrategy[str]:
-    low, high = schema.get("minLength", 0), schema.get("maxLength", 60)
+    low, high = schema.get("minLength", 0), schema.get("maxLength", UNBOUNDED_CHARS)
     if schema.get("format") == "uuid":
         return st.uuids(version=4).map(str)
     if schema.get("format") == "uri":
-        return URIS.filter(lambda s: low <= len(s) <= high)
+        sizes = st.integers(0, max(0, high - 40))
+        long = st.builds(lambda host, size: f"https://{host}.example/" + "p" * size, HOSTS, sizes)
+        return st.one_of(URIS, long).filter(lambda s: low <= len(s) <= high)
     if "pattern" in schema:
-        pattern = schema["pattern"]
-        fullmatch = pattern.endswith("$")
-        drawn = st.from_regex(pattern, fullmatch=fullmatch) if fullmatch else st.builds(
-            lambda head, tail: head + tail, st.from_regex(pattern.lstrip("^"), fullmatch=True), st.text(max_size=30)
-        )
-        return drawn.filter(lambda s: low <= len(s) <= high)
-    return st.text(min_size=low, max_size=min(high, max(low, 60)))
+        return _matching(schema["pattern"], low, high)
+    short = st.text(CHARACTERS, min_size=low, max_size=min(high, max(low, SHORT)))
+    return st.one_of(short, _long(st.text(CHARACTERS, min_size=1, max_size=8), low, high))
+
+
+def _matching(pattern: str, low: int, high: int) -> st.SearchStrategy[str]:
+    """Strings the ECMA pattern matches; some lengthened toward maxLength by repeating the last character."""
+    regex = ecma_regex(pattern)
+    drawn = st.from_regex(re.compile(python_pattern(pattern), re.ASCII), alphabet=CHARACTERS,
+                          fullmatch=pattern.endswith("$"))
+    lengthened = _long(drawn.filter(bool), low, high).filter(lambda s: regex.search(s) is not None)
+    return st.one_of(drawn, lengthened).filter(lambda s: low <= len(s) <= high)
+
+
+def _long(start: st.SearchStrategy[str], low: int, high: int) -> st.SearchStrategy[str]:
+    """Strings longer than SHORT, up to `high`: the drawn start, then its last character repeated."""
+    if high <= SHORT:
+        return st.nothing()
+    sizes = st.one_of(st.just(high), st.integers(max(low, SHORT + 1), high))
+    return st.builds(lambda head, size: (head + head[-1] * size)[: max(size, len(head))], start, sizes)
 
 
 def paths(value: Any, prefix: tuple = ()) -> list[tuple]:

@@ -57,6 +57,8 @@ def _tool(name):
         ("stage_sources", {"expectedCaseId": "c", "expectedRevision": -1, "sources": []}, "expectedRevision"),
         ("set_focus", {"expectedCaseId": "Bad Case", "focus": "all"}, "expectedCaseId"),
         ("set_focus", {"expectedCaseId": "c"}, "focus"),
+        ("set_focus", {"expectedCaseId": "case-a\n", "focus": "all"}, "expectedCaseId"),  # ECMA `$`
+        ("inspect_sources", {"expectedCaseId": "c", "sourceIds": ["a", "b\x00"]}, "sourceIds[1]"),
         ("propose_claim_delta_from_source",
          {"mode": "commit", "operationId": "00000000-0000-0000-0000-000000000000", "commitToken": "t",
           "summary": "replaced"}, "summary"),
