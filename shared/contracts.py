@@ -8,10 +8,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
-Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=r"^[a-z][a-z0-9-]*$")]
+SLUG_PATTERN = r"^[a-z][a-z0-9-]*$"
+Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=SLUG_PATTERN)]
 Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
 Role = Literal["agent", "reviewer", "admin"]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
@@ -23,8 +33,24 @@ Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guid
 ProposalKind = Literal["sources", "claims", "relations", "merge", "verdict"]
 
 
-def _text(max_length: int, min_length: int = 1) -> Any:
-    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length)]
+def _storable(value: str) -> str:
+    # PostgreSQL text cannot hold NUL: refuse it as bad input instead of failing to store it.
+    if "\x00" in value:
+        raise PydanticCustomError("nul_character", "must not contain NUL characters (\\u0000)",
+                                  {"hint": "remove the NUL characters"})
+    return value
+
+
+Storable = AfterValidator(_storable)
+
+
+def bounded_text(max_length: int, min_length: int = 1) -> Any:
+    """Free text of bounded length that can be stored as it is."""
+    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), Storable]
+
+
+def web_url(max_length: int) -> Any:
+    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
 
 
 class Contract(BaseModel):
@@ -49,22 +75,22 @@ class Actor(Contract):
 
 class SourceItem(Contract):
     id: Slug
-    publisher: _text(100)
-    title: _text(180)
-    url: Annotated[str, StringConstraints(min_length=8, max_length=2048, pattern=r"^https?://")]
+    publisher: bounded_text(100)
+    title: bounded_text(180)
+    url: web_url(2048)
     publication_date: Annotated[
-        str, StringConstraints(min_length=6, max_length=10, pattern=r"^(living|unknown|\d{4}-\d{2}-\d{2})$")
+        str, StringConstraints(min_length=6, max_length=10, pattern=r"^(living|unknown|[0-9]{4}-[0-9]{2}-[0-9]{2})$")
     ]
-    snapshot_date: Annotated[str, StringConstraints(min_length=10, max_length=10, pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    snapshot_date: Annotated[str, StringConstraints(min_length=10, max_length=10, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
     type: SourceType
-    authority: _text(240)
-    evidence_text: _text(4000)
-    provenance_note: _text(500)
+    authority: bounded_text(240)
+    evidence_text: bounded_text(4000)
+    provenance_note: bounded_text(500)
 
 
 class Transcription(Contract):
-    label: _text(120)
-    text: _text(8000)
+    label: bounded_text(120)
+    text: bounded_text(8000)
 
 
 class RecordedSource(SourceItem):
@@ -75,12 +101,12 @@ class RecordedSource(SourceItem):
 
 class ClaimItem(Contract):
     id: Slug
-    text: _text(240)
+    text: bounded_text(240)
     kind: ClaimKind
     confidence: Confidence
     source_ids: Annotated[list[Slug], Field(min_length=1, max_length=9)]
-    transformation_note: _text(320)
-    proposal_rationale: _text(320)
+    transformation_note: bounded_text(320)
+    proposal_rationale: bounded_text(320)
 
 
 class RelationItem(Contract):
@@ -88,24 +114,24 @@ class RelationItem(Contract):
     source_claim_id: Slug
     target_claim_id: Slug
     type: RelationType
-    rationale: _text(320)
+    rationale: bounded_text(320)
 
 
 class MergeGroupItem(Contract):
     group_id: Slug
-    label: _text(80)
+    label: bounded_text(80)
     member_claim_ids: Annotated[list[Slug], Field(min_length=2, max_length=5)]
     confidence: Literal["high", "low"]
-    rationale: _text(320)
+    rationale: bounded_text(320)
 
 
 class VerdictClaim(Contract):
     id: Slug
-    text: _text(240)
+    text: bounded_text(240)
     kind: Literal["verdict"]
     confidence: Confidence
     source_ids: Annotated[list[Slug], Field(min_length=1, max_length=9)]
-    transformation_note: _text(320)
+    transformation_note: bounded_text(320)
     lane: Literal["verdict"]
     order: Literal[1]
 
@@ -183,8 +209,8 @@ class ProposeClaimDeltaRequest(Contract):
 class CreateCase(Contract):
     actor: Actor
     case_id: Slug
-    title: _text(200)
-    question: _text(1000)
+    title: bounded_text(200)
+    question: bounded_text(1000)
 
 
 class ListCases(Contract):
@@ -196,10 +222,19 @@ class CaseRef(Contract):
     case_id: Slug
 
 
+class CaseHistory(Contract):
+    """A page of a case's change log, newest first: the revisions below `before` (all when unset)."""
+
+    actor: Actor
+    case_id: Slug
+    before: Revision | None = None
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+
+
 class AddGuidance(Contract):
     actor: Actor
     case_id: Slug
-    text: _text(2000)
+    text: bounded_text(2000)
 
 
 class RecordSources(Contract):
@@ -220,7 +255,7 @@ class RetireRecords(Contract):
     actor: Actor
     case_id: Slug
     records: Annotated[list[RecordRef], Field(min_length=1, max_length=50)]
-    note: _text(2000)
+    note: bounded_text(2000)
     expected_revision: Revision | None = None
 
 
@@ -241,19 +276,23 @@ class Decide(Contract):
     proposal_id: str
     accept: Annotated[list[str], Field(max_length=50)] = []
     reject: Annotated[list[str], Field(max_length=50)] = []
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
-    expected_revision: Revision | None = None
+    note: bounded_text(2000, min_length=0) | None = None
+    # Every decision names the revision its reviewer saw: a decision on a stale view is refused.
+    expected_revision: Revision
 
 
 class CreateCompany(Contract):
     actor: Actor
     ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
-    name: _text(200)
+    name: bounded_text(200)
+
+
+TICKER_SEARCH = r"^[A-Za-z0-9.\-]+$"
 
 
 class ListCompanies(Contract):
     actor: Actor
-    ticker: str | None = None
+    ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=TICKER_SEARCH)] | None = None
 
 
 class CompanyRef(Contract):
@@ -264,18 +303,18 @@ class CompanyRef(Contract):
 class AddSourceFile(Contract):
     actor: Actor
     company_id: str
-    title: _text(300)
-    url: Annotated[str, StringConstraints(min_length=8, max_length=2000, pattern=r"^https?://")]
-    text: _text(200_000)
+    title: bounded_text(300)
+    url: web_url(2000)
+    text: bounded_text(200_000)
 
 
 class AddThesisClaim(Contract):
     actor: Actor
     company_id: str
-    text: _text(5000)
+    text: bounded_text(5000)
     label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
-    section: _text(120)
-    source_url: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    section: bounded_text(120)
+    source_url: bounded_text(2000, min_length=0) | None = None
 
 
 class ListDeltas(Contract):
@@ -289,11 +328,25 @@ class DeltaRef(Contract):
     operation_id: str
 
 
-class DecideDelta(Contract):
+class DeltaDecision(Contract):
+    """A reviewer's decision on a committed delta; a rejection records its reason."""
+
+    decision: Literal["accept", "reject"]
+    note: bounded_text(2000, min_length=0) | None = Field(default=None, validate_default=True)
+
+    @field_validator("note")
+    @classmethod
+    def _rejection_says_why(cls, note: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("decision") == "reject" and not (note or "").strip():
+            raise PydanticCustomError(
+                "note_required", "a rejection must say why", {"hint": "write the reason in note; the agent sees it"}
+            )
+        return note
+
+
+class DecideDelta(DeltaDecision):
     actor: Actor
     operation_id: str
-    decision: Literal["accept", "reject"]
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
 
 
 def command_requests() -> dict[Any, type[BaseModel]]:
@@ -314,7 +367,7 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.CREATE_CASE: CreateCase,
         Command.LIST_CASES: ListCases,
         Command.GET_CASE: CaseRef,
-        Command.CASE_HISTORY: CaseRef,
+        Command.CASE_HISTORY: CaseHistory,
         Command.ADD_GUIDANCE: AddGuidance,
         Command.RECORD_SOURCES: RecordSources,
         Command.RETIRE_RECORDS: RetireRecords,

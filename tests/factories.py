@@ -136,9 +136,11 @@ async def decide(stack: Any, proposal_id: str, *, accept: list[str] = (), reject
     body: dict[str, Any] = {"accept": list(accept), "reject": list(reject)}
     if note is not None:
         body["note"] = note
-    if expected_revision is not None:
-        body["expectedRevision"] = expected_revision
     async with stack.api(role) as api:
+        if expected_revision is None:  # decide on the view as it is now, as a reviewer's page would
+            shown = await api.get(f"/api/v1/proposals/{proposal_id}")
+            expected_revision = shown.json().get("caseRevision", 0) if shown.status_code == 200 else 0
+        body["expectedRevision"] = expected_revision
         response = await api.post(f"/api/v1/proposals/{proposal_id}/decisions", json=body)
     assert response.status_code == status, response.text
     return response.json()

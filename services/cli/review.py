@@ -15,8 +15,9 @@ from rich.table import Table
 from shared.settings import CREDENTIALS_FILE, get_settings
 
 app = typer.Typer(help="Review proposals through the HTTP API.", no_args_is_help=True)
-# Markup off: every string printed comes from the API (agents' text among it) and must print as is.
-console = Console(width=None if sys.stdout.isatty() else 200)
+# Markup and highlighting off: every string printed comes from the API (agents' text among it) and must
+# print as is; `[/note]` in a claim is text, not a closing tag.
+console = Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
 
 Url = Annotated[str | None, typer.Option("--url", envvar="THREADLINE_URL", help="Gateway URL.")]
 Token = Annotated[str | None, typer.Option("--token", envvar="THREADLINE_TOKEN",
@@ -101,6 +102,14 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
             console.print(f"accepting would: {json.dumps(preview['change'], ensure_ascii=False)}")
             for problem in preview["problems"]:
                 console.print(f"cannot accept: {problem['field']}: {problem['message']}", style="red")
+    for decision in shown.get("decisions", []):
+        console.print(f"\ndecided by {decision['reviewer']} at {decision['decidedAt'][:19]}", style="bold")
+        for verb in ("accepted", "rejected"):
+            if decision[verb]:
+                console.print(f"{verb}: {', '.join(decision[verb])}")
+        for refused in decision["refused"]:
+            console.print(f"refused {refused['itemId']}: {refused['reason']}", style="red")
+        console.print(f"note: {decision['note']}" if decision["note"] else "no note")
 
 
 def _decide(verb: str, proposal: str, items: list[str], note: str | None, expected: int | None,
@@ -113,7 +122,12 @@ def _decide(verb: str, proposal: str, items: list[str], note: str | None, expect
     outcome = api("POST", f"/proposals/{proposal}/decisions", json=body)
     if as_json:
         return typer.echo(json.dumps(outcome, indent=2))
-    console.print(f"revision {outcome['revision']}; accepted {outcome['accepted']}; rejected {outcome['rejected']}")
+    if outcome.get("recorded", True):
+        console.print(f"revision {outcome['revision']}; accepted {outcome['accepted']}; "
+                      f"rejected {outcome['rejected']}")
+    else:
+        console.print(f"nothing recorded: every item was refused, so no decision and no note were stored; "
+                      f"the case stays at revision {outcome['revision']}", style="red")
     for refused in outcome["refused"]:
         console.print(f"refused {refused['itemId']}: {refused['reason']}", style="red")
     if outcome["refused"]:
@@ -217,8 +231,13 @@ def accept_delta(operation: str, note: Note = None, url: Url = None, token: Toke
     _decide_delta("accept", operation, note, url, token, data_dir, as_json)
 
 
+RejectionNote = Annotated[str, typer.Option("--note", help="Why (required); the agent sees it.")]
+
+
 @app.command("reject-delta")
-def reject_delta(operation: str, note: Note = None, url: Url = None, token: Token = None,
+def reject_delta(operation: str, note: RejectionNote, url: Url = None, token: Token = None,
                  data_dir: DataDir = None, as_json: AsJson = False) -> None:
-    """Reject a committed delta, with a note the agent sees in get_company_context."""
+    """Reject a committed delta, with a note (required) the agent sees in get_company_context."""
+    if not note.strip():
+        raise typer.BadParameter("say why the delta is rejected", param_hint="--note")
     _decide_delta("reject", operation, note, url, token, data_dir, as_json)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
-from services.gateway.errors import http_error
+from services.gateway.errors import http_error, invalid_argument
 from services.gateway.mcp_server import (
     CORRELATION_SCOPE_KEY,
     PRINCIPAL_SCOPE_KEY,
@@ -34,9 +35,9 @@ from services.gateway.mcp_server import (
 )
 from shared import asyncapi, version
 from shared.db.session import Database
-from shared.errors import InvalidArgument, ThreadlineError, Unauthenticated
+from shared.errors import InternalError, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
-from shared.messaging import ServiceClient, create_broker, field_path, new_correlation_id, new_traceparent
+from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -183,23 +184,19 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     async def on_signed_out(request: Request, _: ui.SignInRequired) -> Response:
         return ui.to_signin(request)
 
+    # Bad input is the caller's to fix: the request as FastAPI parsed it, or a contract the gateway built from it.
     @app.exception_handler(RequestValidationError)
-    async def on_invalid(request: Request, error: RequestValidationError) -> Response:
-        first = error.errors()[0]
-        where = field_path([p for p in first["loc"] if p not in ("path", "query")])
-        return http_error(
-            InvalidArgument(f"{where}: {first['msg']}", field=where,
-                            hint="see the request schema in /api/v1/openapi.json"),
-            request.state.correlation_id,
-        )
+    @app.exception_handler(pydantic.ValidationError)
+    async def on_invalid(request: Request, error: RequestValidationError | pydantic.ValidationError) -> Response:
+        return await on_error(request, invalid_argument(error.errors()))
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, error: Exception) -> Response:
         log.error("request_failed", exc_info=error)
-        return JSONResponse(
-            {"error": {"code": "internal", "message": "the gateway failed to handle the request; it has been logged"}},
-            status_code=500,
-        )
+        failed = InternalError("the gateway failed to handle the request; it has been logged")
+        if request.url.path.startswith("/ui"):
+            return ui.failure(request, failed)
+        return JSONResponse({"error": failed.to_dict()}, status_code=500)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

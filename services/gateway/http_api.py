@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import Field, StringConstraints
 
 from services.gateway.auth import Principal, require_role
@@ -16,6 +16,10 @@ router = APIRouter(prefix="/api/v1")
 
 READERS = ("reviewer", "admin")
 ADMINS = ("admin",)
+
+# Path parameters are typed like the contracts they feed, so a malformed one is a 422 naming it, never a 500.
+CaseId = Annotated[Slug, Path(description="The case's id (a slug).")]
+AgentName = Annotated[c.bounded_text(100), Path(description="The agent token's name.")]
 
 
 def caller(*roles: str) -> Any:
@@ -43,8 +47,8 @@ async def call(request: Request, command: Command, message: Contract) -> Any:
 
 class CreateCaseBody(Contract):
     case_id: Slug
-    title: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    question: Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+    title: c.bounded_text(200)
+    question: c.bounded_text(1000)
 
 
 class RecordSourcesBody(Contract):
@@ -53,12 +57,12 @@ class RecordSourcesBody(Contract):
 
 
 class GuidanceBody(Contract):
-    text: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    text: c.bounded_text(2000)
 
 
 class TokenBody(Contract):
     role: Literal["agent", "reviewer", "admin"]
-    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    name: c.bounded_text(100)
     case_id: Slug | None = None
 
 
@@ -69,31 +73,31 @@ class ActiveCaseBody(Contract):
 class DecisionBody(Contract):
     accept: Annotated[list[str], Field(max_length=50)] = []
     reject: Annotated[list[str], Field(max_length=50)] = []
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
-    expected_revision: Revision | None = None
+    note: c.bounded_text(2000, min_length=0) | None = None
+    # The case revision the reviewer saw: a decision on a view the ledger has moved past is refused.
+    expected_revision: Revision
 
 
 class CompanyBody(Contract):
     ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    name: c.bounded_text(200)
 
 
 class SourceFileBody(Contract):
-    title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
-    url: Annotated[str, StringConstraints(min_length=8, max_length=2000, pattern=r"^https?://")]
-    text: Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
+    title: c.bounded_text(300)
+    url: c.web_url(2000)
+    text: c.bounded_text(200_000)
 
 
 class ThesisClaimBody(Contract):
-    text: Annotated[str, StringConstraints(min_length=1, max_length=5000)]
+    text: c.bounded_text(5000)
     label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
-    section: Annotated[str, StringConstraints(min_length=1, max_length=120)]
-    source_url: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    section: c.bounded_text(120)
+    source_url: c.bounded_text(2000, min_length=0) | None = None
 
 
-class DeltaDecisionBody(Contract):
-    decision: Literal["accept", "reject"]
-    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+class DeltaDecisionBody(c.DeltaDecision):
+    """Accept or reject a committed delta; a rejection says why in `note`."""
 
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -110,18 +114,27 @@ async def list_cases(request: Request, principal: Principal = caller(*READERS)) 
 
 
 @router.get("/cases/{case_id}", tags=["cases"])
-async def get_case(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+async def get_case(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_CASE, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
 @router.get("/cases/{case_id}/history", tags=["cases"])
-async def case_history(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
-    return await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
+async def case_history(
+    case_id: CaseId,
+    request: Request,
+    before: Annotated[Revision | None, Query(description="Only revisions below this one (the nextBefore of the "
+                                                          "previous page).")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    principal: Principal = caller(*READERS),
+) -> Any:
+    """The change log newest first, one page at a time; `nextBefore` is the cursor of the next (older) page."""
+    return await call(request, Command.CASE_HISTORY,
+                      c.CaseHistory(actor=principal.actor(), case_id=case_id, before=before, limit=limit))
 
 
 @router.post("/cases/{case_id}/guidance", status_code=201, tags=["cases"])
 async def add_guidance(
-    case_id: str, body: GuidanceBody, request: Request, principal: Principal = caller(*READERS)
+    case_id: CaseId, body: GuidanceBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
     return await call(
         request, Command.ADD_GUIDANCE, c.AddGuidance(actor=principal.actor(), case_id=case_id, text=body.text)
@@ -130,7 +143,7 @@ async def add_guidance(
 
 @router.post("/cases/{case_id}/sources", status_code=201, tags=["cases"])
 async def record_sources(
-    case_id: str, body: RecordSourcesBody, request: Request, principal: Principal = caller(*READERS)
+    case_id: CaseId, body: RecordSourcesBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
     return await call(
         request,
@@ -142,13 +155,13 @@ async def record_sources(
 
 class RetireBody(Contract):
     records: Annotated[list[c.RecordRef], Field(min_length=1, max_length=50)]
-    note: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    note: c.bounded_text(2000)
     expected_revision: Revision | None = None
 
 
 @router.post("/cases/{case_id}/retirements", tags=["cases"])
 async def retire_records(
-    case_id: str, body: RetireBody, request: Request, principal: Principal = caller(*READERS)
+    case_id: CaseId, body: RetireBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
     return await call(
         request,
@@ -159,13 +172,13 @@ async def retire_records(
 
 
 @router.get("/cases/{case_id}/ledger", tags=["cases"])
-async def case_ledger(case_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
+async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"])
 async def list_proposals(
-    case_id: str,
+    case_id: CaseId,
     request: Request,
     status: Literal["pending", "accepted", "rejected", "decided", "all"] = "pending",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -213,7 +226,7 @@ async def revoke_token(token_id: str, request: Request, principal: Principal = c
 
 
 @router.put("/agents/{name}/active-case", tags=["identities"])
-async def assign_case(name: str, body: ActiveCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+async def assign_case(name: AgentName, body: ActiveCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await request.app.state.gateway.tokens.assign(name, body.case_id)
 
 
@@ -226,7 +239,11 @@ async def create_company(body: CompanyBody, request: Request, principal: Princip
 
 
 @router.get("/companies", tags=["theses"])
-async def list_companies(request: Request, ticker: str | None = None, principal: Principal = caller(*READERS)) -> Any:
+async def list_companies(
+    request: Request,
+    ticker: Annotated[str | None, Query(min_length=1, max_length=16, pattern=c.TICKER_SEARCH)] = None,
+    principal: Principal = caller(*READERS),
+) -> Any:
     return await call(request, Command.LIST_COMPANIES, c.ListCompanies(actor=principal.actor(), ticker=ticker))
 
 

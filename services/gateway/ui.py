@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import Annotated, Any
+from urllib.parse import unquote, urlencode, urlsplit
 
-from fastapi import APIRouter, Depends, Request
+import pydantic
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from services.gateway.auth import Principal
+from services.gateway.errors import invalid_argument
+from services.gateway.http_api import CaseId
 from shared import contracts as c
-from shared.errors import Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
+from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
 from shared.subjects import Command
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -84,8 +88,29 @@ async def signed_in(request: Request) -> Principal | None:
     return principal
 
 
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a page of this UI, given as a path; anything else goes to /ui."""
+    if not target or "\\" in target or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in target):
+        return "/ui"
+    parts = urlsplit(target)
+    path = unquote(parts.path)
+    if parts.scheme or parts.netloc or not (path == "/ui" or path.startswith("/ui/")) or "//" in path:
+        return "/ui"
+    if any(segment in (".", "..") for segment in path.split("/")):
+        return "/ui"
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def page_of(request: Request) -> str:
+    """The page a request belongs to: itself for a GET; for a form post (`<page>/<action>`), its page."""
+    if request.method in ("GET", "HEAD"):
+        return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return request.url.path.rsplit("/", 1)[0] or "/ui"
+
+
 def to_signin(request: Request) -> RedirectResponse:
-    return RedirectResponse(f"/ui/signin?next={quote(request.url.path)}", status_code=303)
+    # After signing in the browser GETs `next`: a page, never a form's action (which only takes POSTs).
+    return RedirectResponse(f"/ui/signin?{urlencode({'next': safe_next(page_of(request))})}", status_code=303)
 
 
 class SignInRequired(Exception):  # noqa: N818 - a redirect, not a failure
@@ -117,9 +142,17 @@ async def form_of(request: Request) -> dict[str, str]:
     return {key: str(value) for key, value in form.items()}
 
 
+def status_of(error: ThreadlineError) -> int:
+    return HTTP_STATUS.get(error.code, 500)
+
+
+def problem_of(error: ThreadlineError | pydantic.ValidationError) -> ThreadlineError:
+    """What a form's submitter is told: a service's error as it is; a field the contract refused, named."""
+    return invalid_argument(error.errors()) if isinstance(error, pydantic.ValidationError) else error
+
+
 def failure(request: Request, error: ThreadlineError) -> HTMLResponse:
-    status = {"not_found": 404, "forbidden": 403}.get(error.code, 409 if error.code != "internal" else 500)
-    return render(request, "error.html", status=status, error=error)
+    return render(request, "error.html", status=status_of(error), error=error)
 
 
 # --- sign-in ----------------------------------------------------------------------------------------
@@ -127,15 +160,14 @@ def failure(request: Request, error: ThreadlineError) -> HTMLResponse:
 
 @router.get("/signin")
 async def signin_page(request: Request, next: str = "/ui") -> Response:
-    return render(request, "signin.html", next=next if next.startswith("/ui") else "/ui", problem=None)
+    return render(request, "signin.html", next=safe_next(next), problem=None)
 
 
 @router.post("/signin")
 async def signin(request: Request) -> Response:
     form = await request.form()
     token = str(form.get("token", "")).strip()
-    target = str(form.get("next", "/ui"))
-    target = target if target.startswith("/ui") else "/ui"
+    target = safe_next(str(form.get("next", "/ui")))
     try:
         principal = await request.app.state.gateway.tokens.authenticate(f"Bearer {token}")
     except Unauthenticated:
@@ -167,28 +199,62 @@ async def home(request: Request, principal: Principal = Reviewer) -> Response:
     return render(request, "cases.html", cases=listed["cases"])
 
 
+RECENTLY_DECIDED = 10
+HISTORY_PAGE = 50
+
+
+def sources_in_focus(sources: Sequence[dict], claims: Sequence[dict], focus: str) -> list[dict]:
+    """Sources follow the claims, which the projection already put in the order of the case's focus.
+
+    Under a focus, the sources behind the first claims come first (uncited ones last); without one
+    (`all`) they keep the ledger's order. The focus rule itself lives in the projection, not here.
+    """
+    if focus == "all":
+        return list(sources)
+    first_cited: dict[str, int] = {}
+    for position, claim in enumerate(claims):
+        for source_id in claim["sourceIds"]:
+            first_cited.setdefault(source_id, position)
+    return sorted(sources, key=lambda s: first_cited.get(s["sourceId"], len(claims)))
+
+
 @router.get("/cases/{case_id}")
-async def case_page(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
+async def case_page(request: Request, case_id: CaseId, principal: Principal = Reviewer) -> Response:
+    return await _case(request, principal, case_id)
+
+
+async def _case(request: Request, principal: Principal, case_id: str, *, problem: ThreadlineError | None = None,
+                draft: str = "") -> Response:
     ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
-    lanes: dict[str, list[dict]] = {}
-    for claim in ledger["claims"]["items"]:
-        lanes.setdefault(claim["lane"] or claim["kind"], []).append(claim)
-    return render(request, "case.html", ledger=ledger, lanes=lanes)
+    decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
+        actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
+    claims = ledger["claims"]["items"]  # in the focus order, as the projection gives them
+    return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
+                  claims=claims, sources=sources_in_focus(ledger["sources"], claims, ledger["focus"]),
+                  decided=decided["proposals"], problem=problem, draft=draft)
 
 
 @router.post("/cases/{case_id}/guidance")
-async def add_guidance(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
+async def add_guidance(request: Request, case_id: CaseId, principal: Principal = Reviewer) -> Response:
     form = await form_of(request)
     text = form.get("text", "").strip()
-    if text:
+    try:
         await call(request, Command.ADD_GUIDANCE, c.AddGuidance(actor=principal.actor(), case_id=case_id, text=text))
+    except (ThreadlineError, pydantic.ValidationError) as error:
+        return await _case(request, principal, case_id, problem=problem_of(error), draft=text)
     return RedirectResponse(f"/ui/cases/{case_id}#guidance", status_code=303)
 
 
 @router.get("/cases/{case_id}/history")
-async def history_page(request: Request, case_id: str, principal: Principal = Reviewer) -> Response:
-    history = await call(request, Command.CASE_HISTORY, c.CaseRef(actor=principal.actor(), case_id=case_id))
-    return render(request, "history.html", history=history)
+async def history_page(
+    request: Request,
+    case_id: CaseId,
+    before: Annotated[c.Revision | None, Query()] = None,
+    principal: Principal = Reviewer,
+) -> Response:
+    history = await call(request, Command.CASE_HISTORY, c.CaseHistory(
+        actor=principal.actor(), case_id=case_id, before=before, limit=HISTORY_PAGE))
+    return render(request, "history.html", history=history, first_page=before is None)
 
 
 @router.get("/proposals/{proposal_id}")
@@ -197,9 +263,11 @@ async def proposal_page(request: Request, proposal_id: str, principal: Principal
 
 
 async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
-                    problem: ThreadlineError | None, status: int = 200) -> Response:
+                    problem: ThreadlineError | None, draft: str = "") -> Response:
     proposal = await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
-    return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem)
+    status = status_of(problem) if problem else 200
+    return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem,
+                  draft=draft)
 
 
 @router.post("/proposals/{proposal_id}/decide")
@@ -207,14 +275,24 @@ async def decide(request: Request, proposal_id: str, principal: Principal = Revi
     form = await form_of(request)
     accept = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "accept"]
     reject = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "reject"]
-    expected = form.get("expectedRevision", "")
+    note = form.get("note", "").strip()
     try:
         outcome = await call(request, Command.DECIDE, c.Decide(
             actor=principal.actor(), proposal_id=proposal_id, accept=accept, reject=reject,
-            note=form.get("note") or None, expected_revision=int(expected) if expected.isdigit() else None))
-    except ThreadlineError as error:
-        return await _proposal(request, principal, proposal_id, outcome=None, problem=error, status=409)
-    return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None)
+            note=note or None, expected_revision=_expected_revision(form)))
+    except (ThreadlineError, pydantic.ValidationError) as error:
+        return await _proposal(request, principal, proposal_id, outcome=None, problem=problem_of(error), draft=note)
+    # When nothing was recorded (every chosen item refused), the note was not kept: offer it again.
+    return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None,
+                           draft="" if outcome.get("recorded") else note)
+
+
+def _expected_revision(form: dict[str, str]) -> int:
+    expected = form.get("expectedRevision", "")
+    if not expected.isdigit():
+        raise InvalidArgument("the form does not say which revision of the case you reviewed",
+                              field="expectedRevision", hint="reload the proposal and decide again")
+    return int(expected)
 
 
 # --- company theses and their deltas ----------------------------------------------------------------
@@ -243,20 +321,22 @@ async def delta_page(request: Request, operation_id: str, principal: Principal =
 
 
 async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
-                 problem: ThreadlineError | None, status: int = 200) -> Response:
+                 problem: ThreadlineError | None, draft: str = "") -> Response:
     delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
-    return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem)
+    status = status_of(problem) if problem else 200
+    return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem, draft=draft)
 
 
 @router.post("/deltas/{operation_id}/decide")
 async def decide_delta(request: Request, operation_id: str, principal: Principal = Reviewer) -> Response:
     form = await form_of(request)
+    note = form.get("note", "").strip()
     try:
         decision = form.get("decision")
         if decision not in ("accept", "reject"):
             raise InvalidArgument("choose accept or reject", field="decision", hint="pick one of the two buttons")
         outcome = await call(request, Command.DECIDE_DELTA, c.DecideDelta(
-            actor=principal.actor(), operation_id=operation_id, decision=decision, note=form.get("note") or None))
-    except ThreadlineError as error:
-        return await _delta(request, principal, operation_id, outcome=None, problem=error, status=409)
+            actor=principal.actor(), operation_id=operation_id, decision=decision, note=note or None))
+    except (ThreadlineError, pydantic.ValidationError) as error:
+        return await _delta(request, principal, operation_id, outcome=None, problem=problem_of(error), draft=note)
     return await _delta(request, principal, operation_id, outcome=outcome, problem=None)

@@ -9,6 +9,7 @@ from faststream.nats import NatsMessage, NatsRouter
 from services.review import use_cases
 from shared.contracts import (
     AddGuidance,
+    CaseHistory,
     CaseRef,
     CreateCase,
     Decide,
@@ -43,7 +44,7 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
         return ok(await use_cases.get_case(ctx, cmd))
 
     @router.subscriber(subject(Command.CASE_HISTORY), **options)
-    async def case_history(cmd: CaseRef) -> dict[str, Any]:
+    async def case_history(cmd: CaseHistory) -> dict[str, Any]:
         return ok(await use_cases.case_history(ctx, cmd))
 
     @router.subscriber(subject(Command.ADD_GUIDANCE), **options)

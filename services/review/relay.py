@@ -47,7 +47,7 @@ class OutboxRelay:
                 await _sleep_unless(stop, self.settings.relay_poll_interval)
 
     async def _lead(self, stop: asyncio.Event) -> None:
-        db = await asyncpg.connect(asyncpg_dsn(self.settings.resolved_database_url()))
+        db = await _connect(self.settings)
         nc = None
         try:
             while not await db.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK):
@@ -71,9 +71,14 @@ class OutboxRelay:
                 waiter.cancel()
                 stopper.cancel()
         finally:
-            if nc is not None:
-                await nc.drain()
-            await db.close()
+            try:
+                if nc is not None:
+                    await nc.drain()
+            except Exception as exc:  # noqa: BLE001 - draining is best effort; the lock must still go
+                log.warning("relay_drain_failed", error=repr(exc))
+                await nc.close()
+            finally:
+                await db.close()
 
     async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext) -> int:
         """Publish one batch of unsent events; return how many were acknowledged."""
@@ -119,6 +124,19 @@ class OutboxRelay:
             self.published += len(acked)
             log.debug("relay_published", count=len(acked))
         return len(acked)
+
+
+async def _connect(settings: Settings) -> asyncpg.Connection:
+    """The leader's session. Its advisory lock lasts as long as the session, so the server must notice
+    when the leader is gone: TCP keepalives for a vanished host, and an idle-session timeout for a
+    leader that is frozen (a leader queries at least every poll interval)."""
+    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+    idle = {"idle_session_timeout": str(int(max(30.0, 10 * settings.relay_poll_interval) * 1000))}
+    dsn = asyncpg_dsn(settings.resolved_database_url())
+    try:
+        return await asyncpg.connect(dsn, server_settings={**keepalives, **idle})
+    except asyncpg.UndefinedObjectError:  # PostgreSQL before 14 has no idle_session_timeout
+        return await asyncpg.connect(dsn, server_settings=keepalives)
 
 
 def _decoded(value: Any) -> Any:

@@ -411,16 +411,51 @@ async def supersede_verdict(
     row = await connection.execute(
         update(claims)
         .where(claims.c.case_id == case_id, claims.c.kind == "verdict", claims.c.status == "active")
-        .values(
-            status="superseded",
-            ended_by=provenance.decided_by,
-            ended_at=provenance.decided_at,
-            ended_revision=provenance.revision,
-            superseded_by=new_verdict_id,
-        )
+        .values(**_ended(provenance, "superseded"), superseded_by=new_verdict_id)
         .returning(claims.c.claim_id)
     )
     return row.scalar_one_or_none()
+
+
+def _ended(provenance: Provenance, status: str) -> dict[str, Any]:
+    return {"status": status, "ended_by": provenance.decided_by, "ended_at": provenance.decided_at,
+            "ended_revision": provenance.revision}
+
+
+async def end_links(
+    connection: AsyncConnection, case_id: str, claim_id: str, provenance: Provenance
+) -> list[tuple[str, str]]:
+    """End the active relations and merge groups that involve a claim leaving the ledger.
+
+    A relation or a restatement group is only as good as its claims: once one of them is retired or
+    superseded, the link would count evidence that is no longer canonical. Returns (record, id) pairs.
+    """
+    relation_rows = await connection.execute(
+        update(relations)
+        .where(
+            relations.c.case_id == case_id,
+            relations.c.status == "active",
+            (relations.c.source_claim_id == claim_id) | (relations.c.target_claim_id == claim_id),
+        )
+        .values(**_ended(provenance, "retired"))
+        .returning(relations.c.relation_id)
+    )
+    ended = [("relation", r.relation_id) for r in relation_rows]
+    group_rows = await connection.execute(
+        update(merge_groups)
+        .where(
+            merge_groups.c.case_id == case_id,
+            merge_groups.c.status == "active",
+            merge_groups.c.group_id.in_(
+                select(merge_group_members.c.group_id).where(
+                    merge_group_members.c.case_id == case_id, merge_group_members.c.claim_id == claim_id
+                )
+            ),
+        )
+        .values(**_ended(provenance, "retired"))
+        .returning(merge_groups.c.group_id)
+    )
+    return ended + [("group", r.group_id) for r in group_rows]
 
 
 async def case_history(connection: AsyncConnection, case_id: str, limit: int, before: int | None) -> list[dict]:
@@ -433,29 +468,21 @@ async def case_history(connection: AsyncConnection, case_id: str, limit: int, be
 
 async def retire(
     connection: AsyncConnection, case_id: str, record: str, record_id: str, provenance: Provenance
-) -> list[str]:
-    """Retire one active source or claim (a claim takes its active relations with it); return what ended."""
-    ended = {"ended_by": provenance.decided_by, "ended_at": provenance.decided_at,
-             "ended_revision": provenance.revision, "status": "retired"}
+) -> list[tuple[str, str]]:
+    """Retire one active source or claim (a claim takes its relations and groups with it); return what else ended."""
     if record == "source":
         await connection.execute(
-            update(sources).where(sources.c.case_id == case_id, sources.c.source_id == record_id).values(**ended)
+            update(sources)
+            .where(sources.c.case_id == case_id, sources.c.source_id == record_id)
+            .values(**_ended(provenance, "retired"))
         )
         return []
     await connection.execute(
-        update(claims).where(claims.c.case_id == case_id, claims.c.claim_id == record_id).values(**ended)
+        update(claims)
+        .where(claims.c.case_id == case_id, claims.c.claim_id == record_id)
+        .values(**_ended(provenance, "retired"))
     )
-    rows = await connection.execute(
-        update(relations)
-        .where(
-            relations.c.case_id == case_id,
-            relations.c.status == "active",
-            (relations.c.source_claim_id == record_id) | (relations.c.target_claim_id == record_id),
-        )
-        .values(**ended)
-        .returning(relations.c.relation_id)
-    )
-    return [r.relation_id for r in rows]
+    return await end_links(connection, case_id, record_id, provenance)
 
 
 async def record_statuses(
@@ -475,3 +502,90 @@ async def record_statuses(
         )
         found.update({("claim", r.claim_id): r.status for r in rows})
     return found
+
+
+# --- reviewers' read views: decisions of proposals, the proposals behind history, recent decisions -----
+
+
+async def decisions_of(connection: AsyncConnection, proposal_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per proposal, its recorded decisions oldest first, each with its item outcomes in the proposal's order."""
+    if not proposal_ids:
+        return {}
+    rows = (
+        await connection.execute(
+            select(decisions)
+            .where(decisions.c.proposal_id.in_(proposal_ids))
+            .order_by(decisions.c.decided_at, decisions.c.decision_id)
+        )
+    ).mappings().all()
+    outcomes: dict[str, list[tuple[str, str]]] = {}
+    for row in await connection.execute(
+        select(item_decisions.c.decision_id, item_decisions.c.item_id, item_decisions.c.outcome)
+        .select_from(
+            item_decisions.join(
+                proposal_items,
+                and_(
+                    proposal_items.c.proposal_id == item_decisions.c.proposal_id,
+                    proposal_items.c.item_id == item_decisions.c.item_id,
+                ),
+            )
+        )
+        .where(item_decisions.c.proposal_id.in_(proposal_ids))
+        .order_by(proposal_items.c.position)
+    ):
+        outcomes.setdefault(row.decision_id, []).append((row.item_id, row.outcome))
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(row["proposal_id"], []).append({**row, "outcomes": outcomes.get(row["decision_id"], [])})
+    return found
+
+
+async def proposals_of_decisions(connection: AsyncConnection, decision_ids: Sequence[str]) -> dict[str, str]:
+    """The proposal each decision decided."""
+    if not decision_ids:
+        return {}
+    rows = await connection.execute(
+        select(decisions.c.decision_id, decisions.c.proposal_id).where(decisions.c.decision_id.in_(decision_ids))
+    )
+    return {row.decision_id: row.proposal_id for row in rows}
+
+
+async def recently_decided(
+    connection: AsyncConnection, case_id: str, status: str, limit: int
+) -> list[StoredProposal]:
+    """Fully decided proposals (status accepted, rejected or decided), the most recently decided first."""
+    decided = (
+        select(
+            item_decisions.c.proposal_id,
+            func.count().label("decided"),
+            func.count(case((item_decisions.c.outcome == "accepted", 1))).label("accepted"),
+            func.max(decisions.c.decided_at).label("last_decided_at"),
+        )
+        .select_from(item_decisions.join(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
+        .where(decisions.c.case_id == case_id)
+        .group_by(item_decisions.c.proposal_id)
+        .subquery()
+    )
+    items = (
+        select(proposal_items.c.proposal_id, func.count().label("item_total"))
+        .select_from(proposal_items.join(proposals, proposals.c.proposal_id == proposal_items.c.proposal_id))
+        .where(proposals.c.case_id == case_id)
+        .group_by(proposal_items.c.proposal_id)
+        .subquery()
+    )
+    query = (
+        select(proposals)
+        .join(decided, decided.c.proposal_id == proposals.c.proposal_id)
+        .join(items, items.c.proposal_id == proposals.c.proposal_id)
+        .where(proposals.c.case_id == case_id, decided.c.decided == items.c.item_total)
+    )
+    if status == "accepted":
+        query = query.where(decided.c.accepted > 0)
+    elif status == "rejected":
+        query = query.where(decided.c.accepted == 0)
+    rows = (
+        await connection.execute(
+            query.order_by(decided.c.last_decided_at.desc(), proposals.c.proposal_id).limit(limit)
+        )
+    ).all()
+    return await _with_items(connection, rows)

@@ -14,6 +14,7 @@ from services.review.repository import Provenance
 from shared import ledger, outbox
 from shared.contracts import (
     AddGuidance,
+    CaseHistory,
     CaseRef,
     CreateCase,
     Decide,
@@ -123,11 +124,17 @@ async def add_guidance(ctx: ServiceContext, cmd: AddGuidance, meta: Meta) -> dic
     return {"noteId": note_id, "caseId": cmd.case_id, "author": cmd.actor.name, "text": cmd.text}
 
 
-async def case_history(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
+async def case_history(ctx: ServiceContext, cmd: CaseHistory) -> dict[str, Any]:
     async with ctx.db.read() as connection:
         if await repository.get_case(connection, cmd.case_id) is None:
             raise _case_not_found(cmd.case_id)
-        entries = await repository.case_history(connection, cmd.case_id, limit=200, before=None)
+        # One entry more than the page holds says whether an older page exists.
+        entries = await repository.case_history(connection, cmd.case_id, limit=cmd.limit + 1, before=cmd.before)
+        older = len(entries) > cmd.limit
+        entries = entries[: cmd.limit]
+        proposal_of = await repository.proposals_of_decisions(
+            connection, [e["decision_id"] for e in entries if e["decision_id"]]
+        )
         ended = []
         for table, id_column, record in (
             (claims, claims.c.claim_id, "claim"),
@@ -166,10 +173,12 @@ async def case_history(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
                 "actor": e["actor"],
                 "summary": e["summary"],
                 "decisionId": e["decision_id"],
+                "proposalId": proposal_of.get(e["decision_id"]),
                 "changes": e["changes"],
             }
             for e in entries
         ],
+        "nextBefore": entries[-1]["revision"] if older else None,
         "ended": ended,
     }
 
@@ -269,10 +278,10 @@ async def retire_records(ctx: ServiceContext, cmd: RetireRecords, meta: Meta) ->
         provenance = Provenance(None, None, None, None, cmd.actor.name, now, new_revision)
         retired = []
         for record, record_id in wanted:
-            relations_ended = await repository.retire(connection, cmd.case_id, record, record_id, provenance)
+            links_ended = await repository.retire(connection, cmd.case_id, record, record_id, provenance)
             retired.append({"record": record, "id": record_id, "note": cmd.note})
-            retired += [{"record": "relation", "id": r, "note": f"its claim {record_id} was retired"}
-                        for r in relations_ended]
+            retired += [{"record": kind, "id": linked, "note": f"its claim {record_id} was retired"}
+                        for kind, linked in links_ended]
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
         await _log_change(ctx, connection, cmd.case_id, new_revision, revision, cmd.actor.name, summary,
                           LedgerChange(retired=retired), None, None, meta, now)
@@ -283,16 +292,21 @@ async def retire_records(ctx: ServiceContext, cmd: RetireRecords, meta: Meta) ->
 
 
 async def list_proposals(ctx: ServiceContext, cmd: ListProposals) -> dict[str, Any]:
+    """Pending proposals oldest first; decided ones most recently decided first; `all` newest staged first."""
     async with ctx.db.read() as connection:
         case = await repository.get_case(connection, cmd.case_id)
         if case is None:
             raise _case_not_found(cmd.case_id)
-        found = await repository.list_proposals(connection, cmd.case_id, cmd.status, cmd.limit)
+        if cmd.status in ("accepted", "rejected", "decided"):
+            found = await repository.recently_decided(connection, cmd.case_id, cmd.status, cmd.limit)
+        else:
+            found = await repository.list_proposals(connection, cmd.case_id, cmd.status, cmd.limit)
+        decided = await repository.decisions_of(connection, [p.proposal_id for p in found])
     return {
         "caseId": cmd.case_id,
         "revision": case["revision"],
         "status": cmd.status,
-        "proposals": [proposal_view(p) for p in found],
+        "proposals": [proposal_view(p, decisions=decided.get(p.proposal_id, [])) for p in found],
     }
 
 
@@ -304,10 +318,11 @@ async def get_proposal(ctx: ServiceContext, cmd: ProposalRef) -> dict[str, Any]:
         case = await repository.get_case(connection, proposal.case_id)
         pending = [item.item_id for item in proposal.items if item.outcome is None]
         facts = await ledger_facts(connection, proposal.case_id, case["revision"], domain.refs_of(proposal, pending))
+        decided = await repository.decisions_of(connection, [proposal.proposal_id])
     previews = {
         item.item_id: domain.would_change(proposal, item, facts) for item in proposal.items if item.outcome is None
     }
-    view = proposal_view(proposal, previews=previews)
+    view = proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []))
     view["caseRevision"] = case["revision"]
     view["caseQuestion"] = case["question"]
     return view
@@ -328,7 +343,12 @@ def _proposal_not_found(proposal_id: str) -> NotFound:
     )
 
 
-def proposal_view(proposal: domain.StoredProposal, previews: dict[str, Any] | None = None) -> dict[str, Any]:
+def proposal_view(
+    proposal: domain.StoredProposal,
+    previews: dict[str, Any] | None = None,
+    decisions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A proposal as reviewers see it: its items, their outcomes, and every decision recorded on it."""
     items = []
     for item in proposal.items:
         entry: dict[str, Any] = {
@@ -358,6 +378,22 @@ def proposal_view(proposal: domain.StoredProposal, previews: dict[str, Any] | No
             "correlationId": proposal.correlation_id,
         },
         "items": items,
+        "decisions": [_decision_view(d) for d in decisions or []],
+    }
+
+
+def _decision_view(decision: dict[str, Any]) -> dict[str, Any]:
+    """Who decided, when, why, and what became of each item they chose (refused items were left as they were)."""
+    return {
+        "decisionId": decision["decision_id"],
+        "reviewer": decision["reviewer"],
+        "decidedAt": decision["decided_at"].isoformat(),
+        "note": decision["note"],
+        "expectedRevision": decision["expected_revision"],
+        "revisionAfter": decision["revision_after"],
+        "accepted": [item for item, outcome in decision["outcomes"] if outcome == "accepted"],
+        "rejected": [item for item, outcome in decision["outcomes"] if outcome == "rejected"],
+        "refused": decision["refused"],
     }
 
 
@@ -386,7 +422,8 @@ async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]
             "refused": plan.refused,
         }
         if not plan.accepted and not plan.rejected:
-            return {**result, "decisionId": None, "status": proposal.status}
+            # Every chosen item was refused: nothing is stored, the note included; the reply says so.
+            return {**result, "decisionId": None, "status": proposal.status, "recorded": False}
         decision_id = str(uuid.uuid4())
         revision_after = revision + 1 if plan.accepted else revision
         decided = case_event(
@@ -437,7 +474,7 @@ async def decide(ctx: ServiceContext, cmd: Decide, meta: Meta) -> dict[str, Any]
         else:
             await outbox.append(connection, [decided])
     return {**result, "revision": revision_after, "decisionId": decision_id,
-            "status": domain.status_after(proposal, plan)}
+            "status": domain.status_after(proposal, plan), "recorded": True}
 
 
 async def _install(
@@ -465,10 +502,15 @@ async def _install(
     patch = payloads[0]
     verdict = patch["claim"]
     previous = await repository.supersede_verdict(connection, case_id, verdict["id"], provenance)
+    links_ended = await repository.end_links(connection, case_id, previous, provenance) if previous else []
     await repository.install_claims(connection, case_id, [verdict], provenance)
     await repository.install_relations(connection, case_id, patch["relations"], provenance, verdict_id=verdict["id"])
     return LedgerChange(
         claims_added=[{**verdict, "bases": ledger.verdict_bases(patch), "provenance": provenance.to_json()}],
         relations_added=[{**r, "provenance": provenance.to_json()} for r in patch["relations"]],
         superseded=[{"record": "claim", "id": previous, "supersededBy": verdict["id"]}] if previous else [],
+        retired=[
+            {"record": kind, "id": linked, "note": f"its claim {previous} was superseded by {verdict['id']}"}
+            for kind, linked in links_ended
+        ],
     )
