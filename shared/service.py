@@ -12,7 +12,7 @@ from faststream.nats import NatsMessage, NatsRouter
 
 from shared.db.session import Database
 from shared.logging import configure_logging, get_logger
-from shared.messaging import TRACEPARENT, create_broker, health_reply
+from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
 
@@ -29,6 +29,7 @@ class ServiceContext:
     settings: Settings
     db: Database
     subjects: Subjects
+    client: ServiceClient | None = None  # for the rare use case that asks another service (over NATS)
 
     @property
     def queue(self) -> str:
@@ -80,8 +81,9 @@ async def run_service(
     db = Database.from_url(
         settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name=f"threadline-{service}"
     )
-    ctx = ServiceContext(service, settings, db, Subjects(settings.nats_prefix))
     broker = create_broker(settings.resolved_nats_url(), name=f"threadline-{service}")
+    subjects = Subjects(settings.nats_prefix)
+    ctx = ServiceContext(service, settings, db, subjects, ServiceClient(broker, subjects, settings.request_timeout))
     broker.include_router(build_router(ctx))
     broker.include_router(health_router(ctx))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,18 +82,44 @@ class Settings(BaseSettings):
     def resolved_secret(self) -> bytes:
         """The key that signs commit tokens; generated into the data dir on first use when unset."""
         if self.secret is not None:
-            return self.secret.get_secret_value().encode()
+            configured = self.secret.get_secret_value()
+            if not configured.strip():
+                raise ConfigurationError("THREADLINE_SECRET is set but empty: set it to a long random value")
+            return configured.encode()
         path = self.data_dir / SECRET_FILE
         if not path.exists():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_urlsafe(48))
-        return path.read_text().strip().encode()
+            _create_secret_file(path)
+        secret = path.read_text().strip()
+        if not secret:
+            raise ConfigurationError(
+                f"the secret file {path} is empty: delete it to generate a new one, or set THREADLINE_SECRET"
+            )
+        return secret.encode()
 
 
 class ConfigurationError(RuntimeError):
-    """The environment does not say how to reach a required server."""
+    """The environment does not say how to reach a required server, or gives an unusable value."""
+
+
+def _create_secret_file(path: Path) -> None:
+    """Write a new secret beside `path` and hard-link it into place: the first writer wins.
+
+    Readers see either no file or a complete one (never an empty file mid-write), and a process that
+    loses the race keeps the winner's secret instead of failing, so every process signs alike.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(48))
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(temporary)
 
 
 @lru_cache(maxsize=1)

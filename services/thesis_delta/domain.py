@@ -1,4 +1,4 @@
-"""Thesis rules: checking a proposed claim delta against a saved thesis, diffs, commit tokens."""
+"""Thesis rules: checking a proposed claim delta against a saved thesis, diffs, commit tokens, review."""
 
 from __future__ import annotations
 
@@ -21,6 +21,29 @@ from shared.errors import (
 )
 
 ACTIVE = "active"
+
+# The schema bounds proposedClaims (200) but not affectedClaimIds; each id expands to a whole claim.
+MAX_AFFECTED_CLAIMS = 200
+# A stored delta travels whole in the preview reply and in its thesis.delta.committed event, as JSON
+# with non-ASCII escaped (how the services and the relay encode it). NATS refuses a message above its
+# max_payload (1 MiB by default), and an event the relay cannot publish would hold back the company's
+# later events: the limit keeps the event, with its fixed fields and the summary, far below that.
+MAX_DELTA_BYTES = 256 * 1024
+# Where each part of a delta comes from in the request, to name the field that makes one too large.
+_DELTA_PART_FIELD = {
+    "claims": "proposedClaims",
+    "affectedClaims": "affectedClaimIds",
+    "confirms": "confirms",
+    "contradicts": "contradicts",
+    "newRisks": "newRisks",
+    "followUps": "followUps",
+    "summary": "summary",
+}
+
+# The context a preview or commit result carries (get_company_context has the whole thesis).
+TOUCHED_CLAIMS_CAP = 25
+CONTEXT_REVIEWS_CAP = 5
+EXCERPT_CHARACTERS = 200
 
 
 @dataclass(frozen=True)
@@ -152,10 +175,7 @@ def build_delta(
     base_revision: int,
 ) -> dict[str, Any]:
     """Check the proposal against the thesis and express it as a diff of the thesis."""
-    affected = [
-        _claim_ref(claims, claim_id, f"affectedClaimIds[{i}]").public()
-        for i, claim_id in enumerate(payload.get("affectedClaimIds", []))
-    ]
+    affected = [claims[claim_id].public() for claim_id in _affected_claim_ids(payload, claims)]
     added: list[dict[str, Any]] = []
     updated: list[dict[str, Any]] = []
     retired: list[dict[str, Any]] = []
@@ -205,7 +225,7 @@ def build_delta(
             updated.append({"claimId": claim.claim_id, "before": claim.public(), "after": after})
         else:
             retired.append({"claimId": claim.claim_id, "before": claim.public(), "reason": proposed["text"]})
-    return {
+    delta = {
         "baseRevision": base_revision,
         "category": payload["category"],
         "summary": payload["summary"],
@@ -217,6 +237,52 @@ def build_delta(
         "newRisks": list(payload.get("newRisks", [])),
         "followUps": list(payload.get("followUps", [])),
     }
+    check_delta_size(delta)
+    return delta
+
+
+def _affected_claim_ids(payload: Mapping[str, Any], claims: Mapping[str, ThesisClaim]) -> list[str]:
+    requested = payload.get("affectedClaimIds", [])
+    if len(requested) > MAX_AFFECTED_CLAIMS:
+        raise InvalidArgument(
+            f"affectedClaimIds lists {len(requested)} claims; a delta may name at most {MAX_AFFECTED_CLAIMS}",
+            field="affectedClaimIds",
+            hint="name only the claims this source bears on directly, or split the work into several deltas",
+        )
+    seen: dict[str, int] = {}
+    for i, claim_id in enumerate(requested):
+        where = f"affectedClaimIds[{i}]"
+        claim = _claim_ref(claims, claim_id, where)
+        if claim.claim_id in seen:
+            raise InvalidArgument(
+                f"claim {claim_id} is already listed at affectedClaimIds[{seen[claim.claim_id]}]",
+                field=where,
+                hint="list each affected claim once",
+            )
+        seen[claim.claim_id] = i
+    return list(seen)
+
+
+def encoded_size(value: Any) -> int:
+    """Bytes of `value` as the services and the relay send it: JSON with non-ASCII escaped."""
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def check_delta_size(delta: Mapping[str, Any]) -> None:
+    size = encoded_size(delta)
+    if size <= MAX_DELTA_BYTES:
+        return
+    part_sizes = {part: encoded_size(delta[part]) for part in _DELTA_PART_FIELD}
+    largest = max(part_sizes, key=part_sizes.__getitem__)
+    field = _DELTA_PART_FIELD[largest]
+    raise InvalidArgument(
+        f"the delta would take {size} bytes as JSON, over the limit of {MAX_DELTA_BYTES}; {field} alone "
+        f"takes {part_sizes[largest]}",
+        field=field,
+        hint="split the change into several deltas from the same source (for example one per thesis section), "
+        "or shorten the texts",
+        details={"bytes": size, "limit": MAX_DELTA_BYTES},
+    )
 
 
 def delta_changes(delta: Mapping[str, Any]) -> Sequence[str]:
@@ -226,3 +292,77 @@ def delta_changes(delta: Mapping[str, Any]) -> Sequence[str]:
         f"{len(claims['updated'])} updated",
         f"{len(claims['retired'])} retired",
     ]
+
+
+def check_decision(decision: str, note: str | None) -> None:
+    """A rejection records its reason: the agent reads it to correct its next delta."""
+    if decision == "reject" and not (note or "").strip():
+        raise InvalidArgument(
+            "a rejection needs a note saying why the delta is rejected",
+            field="note",
+            hint="give a non-empty note the agent can act on, e.g. which change the source does not support; "
+            "the agent sees it in get_company_context",
+        )
+
+
+# --- the context a preview or commit result carries --------------------------------------------------
+
+
+def touched_claim_ids(delta: Mapping[str, Any]) -> list[str]:
+    """The existing claims a delta names, each once: affected, then updated, then retired."""
+    ids = [c["claimId"] for c in delta["affectedClaims"]]
+    ids += [c["claimId"] for c in delta["claims"]["updated"]]
+    ids += [c["claimId"] for c in delta["claims"]["retired"]]
+    return list(dict.fromkeys(ids))
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARACTERS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def touched_claim(claim: Mapping[str, Any], base_revision: int) -> dict[str, Any]:
+    """A claim the delta names, as it reads now (its full text at the base revision is in the delta)."""
+    return {
+        "claimId": claim["claimId"],
+        "status": claim["status"],
+        "label": claim["label"],
+        "section": claim["section"],
+        "excerpt": excerpt(claim["text"]),
+        "hasSourceUrl": bool(claim["sourceUrl"]),
+        "revision": claim["revision"],
+        "changedSincePreview": claim["revision"] > base_revision,
+    }
+
+
+def context_block(
+    company: Mapping[str, Any], touched: Sequence[Mapping[str, Any]], touched_total: int, base_revision: int
+) -> dict[str, Any]:
+    """The bounded thesis context of a delta: `company` is get_company_context's answer, `touched` the
+    current state of the first claims the delta names (at most TOUCHED_CLAIMS_CAP of `touched_total`)."""
+    listed = list(touched)[:TOUCHED_CLAIMS_CAP]
+    reviews = company["recentReviews"]
+    listed_reviews = reviews["items"][:CONTEXT_REVIEWS_CAP]
+    return {
+        "companyId": company["companyId"],
+        "ticker": company["ticker"],
+        "name": company["name"],
+        "thesisRevision": company["thesisRevision"],
+        "counts": {
+            "activeClaims": company["claims"]["total"],
+            "retiredClaims": company["retiredClaims"]["total"],
+            "sourceFiles": company["sourceFiles"]["total"],
+            "pendingDeltas": company["pendingDeltas"]["total"],
+            "reviews": reviews["total"],
+        },
+        "evidenceHealth": dict(company["evidenceHealth"]),
+        "touchedClaims": {
+            "total": touched_total,
+            "omitted": touched_total - len(listed),
+            "items": [touched_claim(c, base_revision) for c in listed],
+        },
+        "recentReviews": {
+            "total": reviews["total"],
+            "omitted": reviews["total"] - len(listed_reviews),
+            "items": [dict(r) for r in listed_reviews],
+        },
+    }

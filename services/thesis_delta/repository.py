@@ -59,6 +59,22 @@ async def claims_of(connection: AsyncConnection, company_id: str) -> dict[str, T
     }
 
 
+async def claims_by_ids(connection: AsyncConnection, company_id: str, claim_ids: list[str]) -> list[dict[str, Any]]:
+    """The company's claims with these ids as they read now, in the order of `claim_ids`."""
+    if not claim_ids:
+        return []
+    rows = await connection.execute(
+        select(thesis_claims).where(thesis_claims.c.company_id == company_id,
+                                    thesis_claims.c.claim_id.in_(claim_ids))
+    )
+    found = {
+        r.claim_id: {"claimId": r.claim_id, "text": r.text, "label": r.label, "section": r.section,
+                     "sourceUrl": r.source_url, "status": r.status, "revision": r.revision}
+        for r in rows
+    }
+    return [found[claim_id] for claim_id in claim_ids if claim_id in found]
+
+
 async def source_file(connection: AsyncConnection, source_file_id: str) -> SourceFile | None:
     row = (
         await connection.execute(select(source_files).where(source_files.c.source_file_id == source_file_id))

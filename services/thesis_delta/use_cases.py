@@ -9,25 +9,35 @@ from typing import Any
 from services.thesis_delta import domain, repository
 from shared import outbox
 from shared.contracts import (
+    Actor,
     AddSourceFile,
     AddThesisClaim,
     CompanyRef,
     CreateCompany,
     DecideDelta,
     DeltaRef,
+    GetCompanyContextArgs,
     ListCompanies,
     ListDeltas,
     ProposeClaimDeltaRequest,
+    ToolRequest,
 )
-from shared.errors import AlreadyExists, Conflict, NotFound
+from shared.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from shared.events import (
     EventType,
     ThesisChanged,
+    ThesisDelta,
     ThesisDeltaCommitted,
     ThesisDeltaDecided,
     company_event,
 )
+from shared.logging import get_logger
 from shared.service import Meta, ServiceContext
+from shared.subjects import Command
+
+log = get_logger(__name__)
+
+CONTEXT_TIMEOUT_SECONDS = 5.0
 
 
 def _uuid(value: str, field: str, what: str) -> str:
@@ -85,7 +95,8 @@ async def preview(ctx: ServiceContext, request: ProposeClaimDeltaRequest, meta: 
             source = await repository.source_file(connection, source_file_id)
             domain.check_source_file(payload, source, company_id)
             claims = await repository.claims_of(connection, company_id)
-            delta = domain.build_delta(payload, claims, source, company.thesis_revision)
+            built = domain.build_delta(payload, claims, source, company.thesis_revision)
+            delta = ThesisDelta.model_validate(built).model_dump(mode="json", by_alias=True)
             operation_id = str(uuid.uuid4())
             stored = await repository.insert_operation(
                 connection,
@@ -112,6 +123,7 @@ async def preview(ctx: ServiceContext, request: ProposeClaimDeltaRequest, meta: 
             operation = await repository.operation(connection, operation_id)
     view = operation_view(operation, now)
     view["commitToken"] = domain.commit_token(secret, operation.operation_id)
+    view["context"] = await _context(ctx, request.actor, operation, meta)
     view["next"] = (
         "Show this delta to the person approving it; after approval call propose_claim_delta_from_source "
         "with mode=commit, operationId and commitToken only. Committing never changes the thesis: a reviewer "
@@ -162,12 +174,31 @@ async def commit(ctx: ServiceContext, request: ProposeClaimDeltaRequest, meta: M
             )
             operation = await repository.operation(connection, operation_id)
     view = operation_view(operation, now)
+    view["context"] = await _context(ctx, request.actor, operation, meta)
     view["next"] = (
         "The delta waits for human review; the thesis is unchanged until a reviewer accepts it."
         if operation.status == "committed"
         else f"This operation was already decided: {operation.status}."
     )
     return view
+
+
+async def _context(ctx: ServiceContext, actor: Actor, operation: Any, meta: Meta) -> dict[str, Any]:
+    """The thesis around the delta, bounded: get_company_context's counts, evidence health and reviews,
+    and the current state of the claims the delta names."""
+    # The projection owns the company context; it is asked over NATS like any other service.
+    request = ToolRequest[GetCompanyContextArgs](actor=actor, args=GetCompanyContextArgs(company_id=operation.company_id))
+    try:
+        company = await ctx.client.call(Command.GET_COMPANY_CONTEXT, request, correlation_id=meta.correlation_id,
+                                        traceparent=meta.traceparent, timeout=CONTEXT_TIMEOUT_SECONDS)
+    except Unavailable as unavailable:
+        log.warning("company_context_unavailable", reason=unavailable.message)
+        return {"unavailable": unavailable.message, "hint": "call get_company_context for the thesis around it"}
+    touched = domain.touched_claim_ids(operation.delta)
+    async with ctx.db.read() as connection:
+        listed = await repository.claims_by_ids(connection, operation.company_id,
+                                                touched[: domain.TOUCHED_CLAIMS_CAP])
+    return domain.context_block(company, listed, len(touched), operation.base_revision)
 
 
 def operation_view(operation: Any, now: datetime) -> dict[str, Any]:
@@ -317,7 +348,17 @@ async def list_deltas(ctx: ServiceContext, cmd: ListDeltas) -> dict[str, Any]:
         "companyId": company_id,
         "ticker": company.ticker,
         "thesisRevision": company.thesis_revision,
-        "deltas": [{**operation_view(r, now), "caller": r.caller} for r in rows],
+        # Digests, not whole deltas: a page of full deltas could outgrow a NATS message; GET a delta for its diff.
+        "deltas": [{**operation_view(r, now), "caller": r.caller, "delta": delta_digest(r.delta)} for r in rows],
+    }
+
+
+def delta_digest(delta: dict[str, Any]) -> dict[str, Any]:
+    """What a list of deltas shows of each: its category, a summary excerpt and how many claims it changes."""
+    return {
+        "category": delta["category"],
+        "summary": delta["summary"][:300],
+        "claims": {action: len(delta["claims"].get(action, [])) for action in ("added", "updated", "retired")},
     }
 
 
@@ -342,6 +383,7 @@ async def get_delta(ctx: ServiceContext, cmd: DeltaRef) -> dict[str, Any]:
 
 
 async def decide_delta(ctx: ServiceContext, cmd: DecideDelta, meta: Meta) -> dict[str, Any]:
+    domain.check_decision(cmd.decision, cmd.note)
     operation_id = _uuid(cmd.operation_id, "operationId", "operation")
     now = datetime.now(UTC)
     reviewer = cmd.actor.name

@@ -9,13 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
 from sqlalchemy import func, select
 
 from services.gateway.ui import COOKIE, csrf_token
+from shared.contracts import Actor, DecideDelta
 from shared.db.tables import delta_operations
+from shared.errors import InvalidArgument
 from shared.spec import SPEC_DIR, SPEC_FILES
-from shared.subjects import Service
+from shared.subjects import Command, Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import new_company, preview_args, unique
 from tests.support import Stack, new_deployment, remove_deployment
@@ -47,6 +50,29 @@ async def call_refused(mcp, tool, args):
     return result.structured_content["error"]
 
 
+async def served_tools_json(stack) -> list[dict]:
+    """tools/list as the gateway serves it on the wire: the JSON-RPC result, not the client's models."""
+    headers = {"Authorization": f"Bearer {stack.tokens['agent']}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18"}
+    async with httpx2.AsyncClient(base_url=stack.http_url, headers=headers, timeout=30) as http:
+        initialized = await http.post("/mcp", json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw-tests", "version": "0"}}})
+        assert initialized.status_code == 200, initialized.text
+        session = {"Mcp-Session-Id": initialized.headers["mcp-session-id"]} \
+            if "mcp-session-id" in initialized.headers else {}
+        await http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        listed = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                 headers=session)
+    assert listed.status_code == 200 and listed.headers["content-type"].startswith("application/json"), listed.text
+    return listed.json()["result"]["tools"]
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(stack):
     expected = [t for name in SPEC_FILES for t in json.loads((SPEC_DIR / name).read_text())["tools"]]
     async with stack.agent() as mcp:
@@ -55,9 +81,18 @@ async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(s
     for tool, spec in zip(served, expected, strict=False):
         assert (tool.name, tool.description, tool.input_schema) == (spec["name"], spec["description"],
                                                                    spec["inputSchema"])
+        assert tool.title == spec.get("title")
     extra = served[-1]
     assert extra.annotations.read_only_hint is True
     assert extra.input_schema["additionalProperties"] is False
+
+    wire = await served_tools_json(stack)
+    assert [t["name"] for t in wire] == [t["name"] for t in expected] + ["get_company_context"]
+    for tool, spec in zip(wire, expected, strict=False):
+        assert canonical(tool["inputSchema"]) == canonical(spec["inputSchema"]), tool["name"]
+        assert tool["description"] == spec["description"]
+        assert tool.get("title") == spec.get("title"), tool["name"]  # served when, and as, the spec has one
+    assert wire[len(expected) - 1]["title"] == "Propose claim delta"
 
 
 async def test_company_context_describes_the_thesis_by_ticker_or_id(stack):
@@ -160,6 +195,12 @@ async def test_each_refusal_names_the_problem(stack):
         assert add_with_target["field"] == "proposedClaims[0].targetClaimId"
         not_ours = await refused(preview_args(company, unique(), affectedClaimIds=[other["claims"][0]]))
         assert not_ours["field"] == "affectedClaimIds[0]"
+        twice = await refused(preview_args(company, unique(), affectedClaimIds=[moat, margins, moat.upper()]))
+        assert twice["code"] == "invalid_argument" and twice["field"] == "affectedClaimIds[2]"
+        assert "once" in twice["hint"]
+        too_large = await refused(preview_args(company, unique(), confirms=["c" * 300_000]))
+        assert too_large["code"] == "invalid_argument" and too_large["field"] == "confirms"
+        assert "split" in too_large["hint"]
 
         # retire `margins` through an accepted delta, then target it
         retire = preview_args(company, unique(), proposedClaims=[
@@ -205,6 +246,98 @@ async def test_a_rejection_note_reaches_the_agent(stack):
             assert rejected.json()["status"] == "rejected" and rejected.json()["thesisRevision"] == 3
         review = (await context(mcp, companyId=company["companyId"]))["recentReviews"]["items"][0]
         assert review["status"] == "rejected" and review["note"] == "The filing says 12%, not 14%."
+
+
+async def test_a_rejection_without_a_reason_is_refused_by_the_service_itself(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        preview = await previewed_and_committed(mcp, preview_args(company, unique()))
+    reviewer = Actor(name="reviewer", role="reviewer")
+    for note in ({}, {"note": "  "}):  # the command as any NATS client may send it, unchecked by a gateway
+        with pytest.raises(InvalidArgument) as refused:
+            await stack.client.call(Command.DECIDE_DELTA, {
+                "actor": reviewer.dump(), "operationId": preview["operationId"], "decision": "reject", **note})
+        assert refused.value.field == "note" and refused.value.hint
+    async with stack.api() as api:
+        still = (await api.get(f"/api/v1/deltas/{preview['operationId']}")).json()
+    assert still["status"] == "committed" and "decidedBy" not in still
+    rejected = await stack.client.call(Command.DECIDE_DELTA, DecideDelta(
+        actor=reviewer, operation_id=preview["operationId"], decision="reject", note="Not in the filing."))
+    assert rejected["status"] == "rejected" and rejected["note"] == "Not in the filing."
+
+
+async def test_preview_and_commit_results_carry_the_thesis_context(stack):
+    company = await new_company(stack)
+    growth, margins, moat = company["claims"]
+    async with stack.agent() as mcp:
+        first = await previewed_and_committed(mcp, preview_args(company, unique()))
+        async with stack.api() as api:
+            assert (await api.post(f"/api/v1/deltas/{first['operationId']}/decision",
+                                   json={"decision": "reject", "note": "Q3 says 12%."})).status_code == 200
+
+        preview = await call_ok(mcp, "propose_claim_delta_from_source",
+                                preview_args(company, unique(), affectedClaimIds=[growth, moat]))
+        given = preview["context"]
+        described = await context(mcp, companyId=company["companyId"])
+        assert given["thesisRevision"] == described["thesisRevision"] == 3
+        assert given["evidenceHealth"] == described["evidenceHealth"]  # get_company_context's own figures
+        assert given["counts"] == {"activeClaims": 3, "retiredClaims": 0, "sourceFiles": 1, "pendingDeltas": 0,
+                                   "reviews": 1}
+        assert given["recentReviews"]["items"] == described["recentReviews"]["items"]
+        assert given["recentReviews"]["items"][0]["note"] == "Q3 says 12%."
+        touched = given["touchedClaims"]
+        assert (touched["total"], touched["omitted"]) == (3, 0)  # growth (affected and updated), moat, margins
+        assert [(c["claimId"], c["status"], c["label"], c["revision"], c["changedSincePreview"])
+                for c in touched["items"]] == [(growth, "active", "INFERRED", 1, False),
+                                               (moat, "active", "CONFIRMED", 3, False),
+                                               (margins, "active", "UNVERIFIED", 2, False)]
+        assert touched["items"][0]["excerpt"] == "Revenue grows 10% a year."
+
+        commit = {"mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]}
+        committed = await call_ok(mcp, "propose_claim_delta_from_source", commit)
+        assert committed["context"]["counts"]["pendingDeltas"] == 1
+        assert committed["context"]["evidenceHealth"]["pendingDeltas"] == 1
+
+        async with stack.api() as api:
+            assert (await api.post(f"/api/v1/deltas/{preview['operationId']}/decision",
+                                   json={"decision": "accept"})).status_code == 200
+        again = await call_ok(mcp, "propose_claim_delta_from_source", commit)
+    assert again["status"] == "accepted" and again["context"]["thesisRevision"] == 4
+    now = {c["claimId"]: c for c in again["context"]["touchedClaims"]["items"]}
+    assert now[growth]["excerpt"] == "Revenue grows 14% a year." and now[growth]["changedSincePreview"] is True
+    assert now[margins]["status"] == "retired" and now[moat]["changedSincePreview"] is False
+    assert again["context"]["counts"]["reviews"] == 2
+
+
+async def test_the_context_lists_a_bounded_number_of_touched_claims_and_counts_the_rest(stack):
+    company = await new_company(stack)
+    claims = list(company["claims"])
+    async with stack.api("admin") as api:
+        for i in range(27):
+            created = await api.post(f"/api/v1/companies/{company['companyId']}/claims",
+                                     json={"text": f"Claim {i}. " + "x" * 4000, "label": "INFERRED",
+                                           "section": "Bulk"})
+            claims.append(created.json()["claimId"])
+    async with stack.agent() as mcp:
+        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(
+            company, unique(), affectedClaimIds=claims, proposedClaims=[]))
+    touched = preview["context"]["touchedClaims"]
+    assert (touched["total"], touched["omitted"], len(touched["items"])) == (30, 5, 25)
+    assert [c["claimId"] for c in touched["items"]] == claims[:25]
+    assert max(len(c["excerpt"]) for c in touched["items"]) <= 200
+    assert len(preview["delta"]["affectedClaims"]) == 30  # the delta itself keeps every claim it names
+
+
+async def test_keys_are_scoped_per_company(stack):
+    first, second = await new_company(stack), await new_company(stack)
+    key = unique("same-key")
+    async with stack.agent() as mcp:
+        one = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(first, key))
+        other = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(second, key))
+        assert one["operationId"] != other["operationId"] and one["commitToken"] != other["commitToken"]
+        assert (one["companyId"], other["companyId"]) == (first["companyId"], second["companyId"])
+        retried = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(second, key))
+        assert retried["operationId"] == other["operationId"]
 
 
 async def test_keys_are_scoped_per_caller(stack):
@@ -301,3 +434,27 @@ async def test_the_review_cli_lists_shows_and_decides_deltas(stack):
     rejected = await asyncio.to_thread(threadline, stack, "reject-delta", preview["operationId"], "--note", "no",
                                        "--json")
     assert json.loads(rejected.stdout)["status"] == "rejected"
+
+
+async def test_a_list_of_deltas_carries_digests_and_one_delta_its_whole_diff(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        preview = await previewed_and_committed(mcp, preview_args(company, unique()))
+    async with stack.api() as api:
+        listed = (await api.get(f"/api/v1/companies/{company['companyId']}/deltas", params={"status": "all"})).json()
+        whole = (await api.get(f"/api/v1/deltas/{preview['operationId']}")).json()
+    digest = next(d for d in listed["deltas"] if d["operationId"] == preview["operationId"])["delta"]
+    assert set(digest) == {"category", "summary", "claims"}
+    assert digest["claims"] == {action: len(whole["delta"]["claims"][action])
+                                for action in ("added", "updated", "retired")}
+    assert digest["category"] == whole["delta"]["category"] and "confirms" in whole["delta"]
+
+
+async def test_a_call_too_large_for_one_nats_message_is_refused_with_what_to_do(stack):
+    company = await new_company(stack)
+    claims = [{"text": "é" * 5000, "label": "INFERRED", "section": "Growth", "action": "add"} for _ in range(200)]
+    async with stack.agent() as mcp:
+        error = await call_refused(mcp, "propose_claim_delta_from_source",
+                                   preview_args(company, unique(), proposedClaims=claims))
+    assert error["code"] == "invalid_argument" and "NATS message" in error["message"]
+    assert "fewer or shorter" in error["hint"]
