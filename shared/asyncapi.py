@@ -148,7 +148,8 @@ def document(settings: Settings) -> dict[str, Any]:
             ),
         },
         "defaultContentType": "application/json",
-        "servers": {"nats": {"host": nats.netloc or "127.0.0.1:4222", "protocol": "nats"}},
+        # Host and port only: the URL may carry credentials, and this document is public.
+        "servers": {"nats": {"host": f"{nats.hostname or '127.0.0.1'}:{nats.port or 4222}", "protocol": "nats"}},
         "channels": channels,
         "operations": operations,
         "components": {"messages": messages, "schemas": schemas},

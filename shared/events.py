@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, VerdictClaim
 from shared.subjects import Subjects
 
 SPEC_VERSION = "1.0"
@@ -65,15 +66,75 @@ class ProposalDecided(EventData):
     revision: int
 
 
+class RecordProvenance(EventData):
+    """Where a canonical record came from: the proposal and agent (absent when a reviewer recorded it
+    directly), the decision and reviewer, and the revision that installed it."""
+
+    proposal_id: str | None = Field(description="The proposal the record was staged in.")
+    staged_by: str | None = Field(description="The agent that staged it.")
+    staged_at: str | None = Field(description="When it was staged (ISO 8601).")
+    decision_id: str | None = Field(description="The review decision that accepted it.")
+    decided_by: str = Field(description="The reviewer who accepted or recorded it.")
+    decided_at: str = Field(description="When (ISO 8601).")
+    revision: int = Field(description="The case revision that installed it.")
+
+
+class AddedSource(RecordedSource):
+    """A source installed in the ledger: the fields of a `stage_sources` item, with its provenance."""
+
+    provenance: RecordProvenance
+
+
+class AddedClaim(ClaimItem):
+    """A claim installed in the ledger: the fields of a `stage_claims` item, with its provenance."""
+
+    provenance: RecordProvenance
+
+
+class AddedVerdict(VerdictClaim):
+    """The case's new verdict: the `stage_verdict` claim, the relation ids that are its bases, provenance."""
+
+    bases: list[str] = Field(description="Ids of the relations that run from a canonical claim to the verdict.")
+    provenance: RecordProvenance
+
+
+class AddedRelation(RelationItem):
+    """A relation installed in the ledger (also a verdict patch's relations), with its provenance."""
+
+    provenance: RecordProvenance
+
+
+class AddedGroup(MergeGroupItem):
+    """A restatement (merge) group installed in the ledger, with its provenance."""
+
+    provenance: RecordProvenance
+
+
+class SupersededRecord(EventData):
+    """A record replaced by a newer one (the previous verdict); it stays in history."""
+
+    record: Literal["claim"]
+    id: str
+    superseded_by: str
+
+
+class EndedRecord(EventData):
+    """A record that left the ledger (retired, or a link of a claim that was retired or superseded)."""
+
+    record: Literal["source", "claim", "relation", "group"]
+    id: str
+    note: str = Field(description="Why: the reviewer's note, or which claim took the link with it.")
+
+
 class LedgerChange(EventData):
     """Canonical records added, superseded or retired by one revision."""
 
-    sources_added: list[dict[str, Any]] = []
-    claims_added: list[dict[str, Any]] = []
-    relations_added: list[dict[str, Any]] = []
-    groups_added: list[dict[str, Any]] = []
-    superseded: list[dict[str, Any]] = []
-    retired: list[dict[str, Any]] = []
+    sources_added: list[AddedSource] = []
+    claims_added: list[AddedClaim | AddedVerdict] = []
+    relations_added: list[AddedRelation] = []
+    groups_added: list[AddedGroup] = []
+    superseded: list[SupersededRecord] = []
+    retired: list[EndedRecord] = []
 
 
 class LedgerChanged(EventData):
@@ -107,37 +168,143 @@ class GuidanceAdded(EventData):
     text: str
 
 
+ClaimLabel = Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
+DeltaCategory = Literal[
+    "confirmed",
+    "strengthened",
+    "weakened",
+    "contradicted",
+    "superseded",
+    "newly_introduced",
+    "still_unresolved",
+    "changed_timing_only",
+    "changed_magnitude_only",
+    "no_material_thesis_impact",
+]
+
+
+class ThesisClaimState(EventData):
+    """A thesis claim as it reads at one revision."""
+
+    claim_id: str = Field(description="The claim's id (UUID).")
+    text: str = Field(description="The claim as written in the thesis.")
+    label: ClaimLabel = Field(description="How well the claim is established.")
+    section: str = Field(description="The thesis section the claim belongs to.")
+    source_url: str | None = Field(description="The URL the claim rests on; null when it cites none.")
+
+
+class ProposedThesisClaim(EventData):
+    """A claim a delta adds to the thesis; it has no id until a reviewer accepts the delta."""
+
+    text: str = Field(description="The new claim.")
+    label: ClaimLabel = Field(description="How well the claim is established.")
+    section: str = Field(description="The thesis section it goes into.")
+    source_url: str = Field(description="The URL it rests on: the proposal's, else the delta's source file's.")
+
+
+class AddedThesisClaim(EventData):
+    """A claim added to the thesis, with the id it was given."""
+
+    text: str = Field(description="The new claim.")
+    label: ClaimLabel = Field(description="How well the claim is established.")
+    section: str = Field(description="The thesis section it went into.")
+    source_url: str | None = Field(description="The URL it rests on; null when it cites none.")
+    claim_id: str = Field(description="The id the claim was given (UUID).")
+
+
+class ThesisClaimUpdate(EventData):
+    """A claim rewritten in place: the same id, before and after."""
+
+    claim_id: str = Field(description="The claim changed (UUID).")
+    before: ThesisClaimState = Field(description="The claim at the delta's base revision.")
+    after: ThesisClaimState = Field(description="The claim once the delta is applied.")
+
+
+class ThesisClaimRetirement(EventData):
+    """A claim taken out of the active thesis (its history keeps it)."""
+
+    claim_id: str = Field(description="The claim retired (UUID).")
+    before: ThesisClaimState = Field(description="The claim at the delta's base revision.")
+    reason: str = Field(description="Why the claim no longer holds, as the proposal put it.")
+
+
+class ThesisDeltaClaims(EventData):
+    """The claim changes a delta proposes, by action."""
+
+    added: list[ProposedThesisClaim] = Field(description="New claims.")
+    updated: list[ThesisClaimUpdate] = Field(description="Existing claims rewritten.")
+    retired: list[ThesisClaimRetirement] = Field(description="Existing claims retired.")
+
+
+class DeltaSource(EventData):
+    """The one saved source file a delta comes from."""
+
+    source_file_id: str = Field(description="The source file's id (UUID).")
+    title: str = Field(description="The source file's saved title.")
+    url: str = Field(description="The source file's saved URL.")
+
+
+class ThesisDelta(EventData):
+    """A proposed change of a thesis, checked against it at `baseRevision` (a diff, not yet applied)."""
+
+    base_revision: int = Field(description="The thesis revision the delta was previewed against.")
+    category: DeltaCategory = Field(description="How the source bears on the thesis.")
+    summary: str = Field(description="The agent's summary of what the source changes.")
+    source: DeltaSource = Field(description="The source file the delta comes from.")
+    claims: ThesisDeltaClaims = Field(description="The claim changes, by action.")
+    affected_claims: list[ThesisClaimState] = Field(
+        description="Claims the source bears on without changing them, as they read at the base revision."
+    )
+    confirms: list[str] = Field(description="What the source confirms.")
+    contradicts: list[str] = Field(description="What the source contradicts.")
+    new_risks: list[str] = Field(description="Risks the source introduces.")
+    follow_ups: list[str] = Field(description="Questions to follow up.")
+
+
+class ThesisChanges(EventData):
+    """The claim changes of one thesis revision, by action."""
+
+    added: list[AddedThesisClaim] = Field(description="Claims added, with their new ids.")
+    updated: list[ThesisClaimUpdate] = Field(description="Claims rewritten in place.")
+    retired: list[ThesisClaimRetirement] = Field(description="Claims retired.")
+
+
 class ThesisDeltaCommitted(EventData):
     """An agent committed a previewed claim delta; it now waits for human review."""
 
-    company_id: str
-    operation_id: str
-    caller: str
-    category: str
-    summary: str
-    base_revision: int
-    delta: dict[str, Any]
+    company_id: str = Field(description="The company whose thesis the delta changes.")
+    operation_id: str = Field(description="The delta operation (review it at /api/v1/deltas/{operationId}).")
+    caller: str = Field(description="The agent that previewed and committed it.")
+    category: DeltaCategory = Field(description="The delta's category (as in `delta.category`).")
+    summary: str = Field(description="The delta's summary (as in `delta.summary`).")
+    base_revision: int = Field(description="The thesis revision the delta applies to.")
+    delta: ThesisDelta = Field(description="The delta exactly as previewed and stored.")
 
 
 class ThesisDeltaDecided(EventData):
     """A reviewer accepted or rejected a committed delta."""
 
-    company_id: str
-    operation_id: str
-    decision: str
-    reviewer: str
-    note: str | None = None
+    company_id: str = Field(description="The company whose thesis the delta concerns.")
+    operation_id: str = Field(description="The delta operation decided.")
+    decision: Literal["accept", "reject"] = Field(description="The reviewer's decision.")
+    reviewer: str = Field(description="Who decided.")
+    note: str | None = Field(default=None, description="The reviewer's note; a rejection always carries one.")
 
 
 class ThesisChanged(EventData):
-    """The company's thesis moved from `previousRevision` to `revision` by an accepted delta."""
+    """The company's thesis moved from `previousRevision` to `revision`.
 
-    company_id: str
-    revision: int
-    previous_revision: int
-    operation_id: str | None = None
-    reviewer: str
-    changes: dict[str, Any]
+    An accepted delta moves it, or an operator writing a claim directly (then `operationId` is null).
+    """
+
+    company_id: str = Field(description="The company whose thesis changed.")
+    revision: int = Field(description="The thesis revision after the change.")
+    previous_revision: int = Field(description="The revision before it (always `revision` - 1).")
+    operation_id: str | None = Field(
+        default=None, description="The accepted delta; null when an operator wrote the claim directly."
+    )
+    reviewer: str = Field(description="Who applied the change.")
+    changes: ThesisChanges = Field(description="What changed.")
 
 
 DATA_SCHEMAS: dict[EventType, type[EventData]] = {

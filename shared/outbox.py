@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import outbox
+from shared.errors import InvalidArgument
 from shared.events import Event
 from shared.messaging import TRACEPARENT
 
+# NATS refuses a message above the server's max_payload (1 MiB unless configured otherwise). An event
+# the relay could never publish would hold back every later event of its case or company, so a change
+# whose event is too large is refused here, in its own transaction, before anything is written.
+MAX_EVENT_BYTES = 512 * 1024
+
 
 async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
+    events = list(events)
+    for event in events:
+        size = len(json.dumps(event.envelope, separators=(",", ":")).encode())
+        if size > MAX_EVENT_BYTES:
+            raise InvalidArgument(
+                f"this change would publish a {event.event_type.value} event of {size} bytes; "
+                f"the limit is {MAX_EVENT_BYTES}",
+                hint="make the change in smaller steps (fewer items per decision or per call)",
+            )
     rows = [
         {
             "event_id": event.event_id,

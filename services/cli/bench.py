@@ -24,6 +24,7 @@ from nats.js.api import DeliverPolicy
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor
 from shared.db.session import Database
+from shared.events import EventType
 from shared.messaging import ServiceClient, create_broker
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
@@ -83,13 +84,15 @@ class Bench:
                 self.arrivals[event["data"]["decisionId"]] = (arrived - committed) * 1000
                 self.arrived.notify_all()
 
-        return await js.subscribe(f"{self.settings.nats_prefix}.events.case.*.ledger.changed", cb=on_event,
+        every_case = Subjects(self.settings.nats_prefix).case_event("*", EventType.LEDGER_CHANGED)
+        return await js.subscribe(every_case, cb=on_event,
                                   ordered_consumer=True, deliver_policy=DeliverPolicy.NEW,
                                   stream=self.settings.stream_name)
 
-    async def decide(self, proposal_id: str, item: str, reviewer: str) -> str:
+    async def decide(self, proposal_id: str, item: str, reviewer: str, expected_revision: int) -> str:
         outcome = await self.client.call(Command.DECIDE, {
-            "actor": {"name": reviewer, "role": "reviewer"}, "proposalId": proposal_id, "accept": [item]})
+            "actor": {"name": reviewer, "role": "reviewer"}, "proposalId": proposal_id, "accept": [item],
+            "expectedRevision": expected_revision})
         return outcome["decisionId"]
 
     async def wait_for(self, decision_ids: list[str], timeout: float = 30) -> None:
@@ -112,14 +115,15 @@ class Bench:
 
             started = time.perf_counter()
             rest_ids = []
-            for proposal_id, item in at_rest:
-                decision_id = await self.decide(proposal_id, item, "bench-reviewer")
+            for revision, (proposal_id, item) in enumerate(at_rest):
+                decision_id = await self.decide(proposal_id, item, "bench-reviewer", revision)
                 await self.wait_for([decision_id])
                 rest_ids.append(decision_id)
             rest_seconds = time.perf_counter() - started
 
             async def reviewer(n: int, staged: list[tuple[str, str]]) -> list[str]:
-                return [await self.decide(p, i, f"bench-reviewer-{n}") for p, i in staged]
+                # Each reviewer works its own case, so its decisions move that case one revision each.
+                return [await self.decide(p, i, f"bench-reviewer-{n}", r) for r, (p, i) in enumerate(staged)]
 
             started = time.perf_counter()
             load_ids = [d for ids in await asyncio.gather(*(reviewer(n, s) for n, s in enumerate(loaded)))

@@ -1,7 +1,7 @@
 """The projection's event consumer: the durable `projection` consumer of the event stream.
 
 Explicit acks: an event is acknowledged only after its effect committed; a failure naks it for
-redelivery. Applying is idempotent (the inbox records each event id in the same transaction), so a
+redelivery, with a growing delay; a message that is not a usable event is terminated, not retried. Applying is idempotent (the inbox records each event id in the same transaction), so a
 redelivered or replayed event changes nothing twice. The consumer is provisioned by `migrate`; this
 code binds to it and never redeclares it.
 """
@@ -25,6 +25,7 @@ log = get_logger(__name__)
 
 BATCH = 64
 RETRY_DELAY_SECONDS = 2.0
+MAX_RETRY_DELAY_SECONDS = 60.0
 
 
 async def consume(ctx: ServiceContext) -> None:
@@ -62,11 +63,35 @@ async def consume(ctx: ServiceContext) -> None:
 async def _handle(ctx: ServiceContext, message: Any) -> None:
     headers = message.headers or {}
     with bound(correlation_id=headers.get("correlation_id"), event_id=headers.get("Nats-Msg-Id")):
+        envelope = _usable(message.data)
+        if envelope is None:
+            # Not a Threadline event: redelivering it would never help, and the read models are
+            # recomputed from the ledger anyway, so nothing is lost by letting it go.
+            log.error("event_unusable", subject=message.subject, stream_seq=message.metadata.sequence.stream)
+            await message.term()
+            return
         try:
-            envelope = json.loads(message.data)
             applied = await use_cases.apply_event(ctx, envelope, message.metadata.sequence.stream)
             await message.ack()
             log.debug("event_applied" if applied else "event_already_applied", type=envelope.get("type"))
         except Exception as error:  # noqa: BLE001 - redeliver later; the stream keeps the event
-            log.warning("event_apply_failed", error=repr(error), subject=message.subject)
-            await message.nak(delay=RETRY_DELAY_SECONDS)
+            attempt = message.metadata.num_delivered or 1
+            delay = min(MAX_RETRY_DELAY_SECONDS, RETRY_DELAY_SECONDS * 2 ** min(attempt - 1, 5))
+            log.warning("event_apply_failed", error=repr(error), subject=message.subject, attempt=attempt,
+                        retry_in=delay)
+            await message.nak(delay=delay)
+
+
+def _usable(data: bytes) -> dict[str, Any] | None:
+    """The event's envelope when it has what applying needs (an id, a type, a case for case views)."""
+    try:
+        envelope = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("id"), str) or not envelope.get("type"):
+        return None
+    if envelope["type"] in use_cases.REFRESHING:
+        case_id = envelope.get("data", {}).get("caseId") if isinstance(envelope.get("data"), dict) else None
+        if not isinstance(case_id, str):
+            return None
+    return envelope

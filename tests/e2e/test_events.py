@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy import delete
+
 from services.projection import repository as projection
+from shared.db.tables import case_views
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import agent_session, claim_item, decide, seed, source_item
 
@@ -42,6 +45,8 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     assert live[case_id]["revision"] == 2
     assert live[case_id]["guidance"][0]["note"] == "Cite the agency data."
     assert live[case_id]["summary"]["evidenceHealth"]["claims"]["total"] == 3
+    async with stack.db.engine.begin() as connection:  # the rebuild must write every view itself
+        await connection.execute(delete(case_views))
     rebuilt = await asyncio.to_thread(run, stack, "projection", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
     async with stack.db.engine.connect() as connection:

@@ -60,3 +60,30 @@ async def test_a_failing_event_is_redelivered_until_it_applies_then_never_again(
                  if e["type"] == "threadline.ledger.changed" and e["data"]["caseId"] == case_id)
     context = ServiceContext(Service.PROJECTION, stack.settings, stack.db, Subjects(stack.settings.nats_prefix))
     assert await use_cases.apply_event(context, event, event["seq"]) is False  # already applied: a no-op
+
+
+async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_still_apply(servers):
+    from tests.support import Stack, new_deployment, remove_deployment
+
+    settings = await new_deployment(servers)  # its own stream: the junk never reaches other tests' streams
+    stack = await Stack(settings).start()
+    try:
+        case_id = await new_case(stack)
+        connection = await nats.connect(settings.resolved_nats_url())
+        try:
+            js = connection.jetstream()
+            subjects = Subjects(settings.nats_prefix)
+            await js.publish(subjects.case_event(case_id, "threadline.ledger.changed"), b"\xff not json")
+            await js.publish(subjects.case_event(case_id, "threadline.ledger.changed"), b'{"id": "x", "type": '
+                             b'"threadline.ledger.changed", "data": {}}')
+        finally:
+            await connection.close()
+        async with stack.api() as api:
+            recorded = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("after")]})
+            assert recorded.status_code == 201
+        await wait_until_published(stack.db)
+        await wait_until_projected(settings, timeout=20)  # nothing is left pending or unacknowledged
+        assert await view_revision(stack, case_id) == 1
+    finally:
+        await stack.stop()
+        await remove_deployment(servers, settings)
