@@ -16,6 +16,7 @@ CLAIMS_CAP = 40
 SOURCES_CAP = 40
 PROPOSALS_CAP = 20
 DERIVED_CLAIMS_CAP = 12
+GROUPS_PER_CLAIM_CAP = 10
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
                 {
                     "type": "contradicted_by_relation",
                     "claimId": claim.claim_id,
-                    "detail": "contradicted by " + ", ".join(sorted(contradicted_by[claim.claim_id])),
+                    "detail": "contradicted by " + named_list(sorted(contradicted_by[claim.claim_id])),
                     "action": "weigh the contradicting claims' evidence; stage a qualifying relation or a verdict",
                 }
             )
@@ -100,6 +101,15 @@ def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+NAMED_IN_DETAIL = 5
+
+
+def named_list(ids: Sequence[str], cap: int = NAMED_IN_DETAIL) -> str:
+    """`a, b, c and 4 more`: a bounded mention of ids inside one line of text."""
+    shown = ", ".join(ids[:cap])
+    return f"{shown} and {len(ids) - cap} more" if len(ids) > cap else shown
 
 
 def independent_units(claim_ids: Iterable[str], groups: Mapping[str, Sequence[str]]) -> int:
@@ -134,8 +144,8 @@ def support(snapshot: LedgerSnapshot) -> dict[str, dict[str, int]]:
     }
 
 
-def page(items: Sequence[Any], cursor: int | None) -> dict[str, Any]:
-    """One page of a paged section: items from the cursor's offset, and the cursor of the next page."""
+def page(items: Sequence[Any], cursor: int | None, section: str) -> dict[str, Any]:
+    """One page of a paged section: items from the cursor's offset, and the call that reads the next page."""
     start = cursor or 0
     chunk = list(items[start : start + PAGE_SIZE])
     following = start + len(chunk)
@@ -145,6 +155,8 @@ def page(items: Sequence[Any], cursor: int | None) -> dict[str, Any]:
         "offset": start,
         "total": len(items),
         "nextCursor": following if has_next else None,
+        # The cursor pages one section only, so say which (scope=all answers hold two paged sections).
+        "next": {"tool": "get_workspace", "arguments": {"scope": section, "cursor": following}} if has_next else None,
         # Items past the last reachable page (cursor at most 96) are counted, not silently dropped.
         "omitted": 0 if has_next else max(0, len(items) - following),
     }
@@ -218,7 +230,13 @@ def frame_record(source_id: str, body: str) -> dict[str, str]:
     return {"nonce": nonce, "begin": begin, "end": end, "text": f"{begin}\n{body}\n{end}"}
 
 
-def record_body(source: Mapping[str, Any], transcriptions: Sequence[Mapping[str, str]]) -> str:
+def record_body(
+    source: Mapping[str, Any],
+    transcriptions: Sequence[Mapping[str, str]],
+    derived: Sequence[Mapping[str, str]] = (),
+    derived_omitted: int = 0,
+) -> str:
+    """Every free text of a source record — its own and its derived claims' — for framing as untrusted data."""
     lines = [
         f"id: {source['source_id']}",
         f"publisher: {source['publisher']}",
@@ -234,6 +252,10 @@ def record_body(source: Mapping[str, Any], transcriptions: Sequence[Mapping[str,
     ]
     for i, transcription in enumerate(transcriptions, 1):
         lines += [f"screenshotTranscription[{i}] label: {transcription['label']}", transcription["text"]]
+    for i, claim in enumerate(derived, 1):
+        lines += [f"derivedClaim[{i}] {claim['claimId']}:", claim["text"]]
+    if derived_omitted:
+        lines.append(f"derivedClaims omitted: {derived_omitted}")
     return "\n".join(lines)
 
 

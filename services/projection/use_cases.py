@@ -58,9 +58,9 @@ async def get_workspace(ctx: ServiceContext, request: ToolRequest[GetWorkspaceAr
         if scope in ("proposals", "all"):
             workspace["proposals"] = await _proposals(connection, case_id, agent)
         if scope in ("unresolved", "all"):
-            workspace["unresolved"] = domain.page(view["unresolved"], request.args.cursor)
+            workspace["unresolved"] = domain.page(view["unresolved"], request.args.cursor, "unresolved")
         if scope in ("guidance", "all"):
-            workspace["guidance"] = domain.page(_guidance(view), request.args.cursor)
+            workspace["guidance"] = domain.page(_guidance(view), request.args.cursor, "guidance")
     return workspace
 
 
@@ -142,7 +142,8 @@ def _claims(
                 "order": c.order,
                 "sourceIds": list(c.source_ids),
                 "revision": c.revision,
-                "groups": sorted(groups_of.get(c.claim_id, [])),
+                "groups": sorted(groups_of.get(c.claim_id, []))[: domain.GROUPS_PER_CLAIM_CAP],
+                "groupsOmitted": max(0, len(groups_of.get(c.claim_id, [])) - domain.GROUPS_PER_CLAIM_CAP),
                 "independentSupport": support.get(c.claim_id, {}).get("supports", 0),
                 "independentContradiction": support.get(c.claim_id, {}).get("contradicts", 0),
                 "unresolved": open_by_claim.get(c.claim_id, []),
@@ -285,8 +286,10 @@ async def inspect_sources(
         source = found.get(source_id)
         if source is None:
             continue
-        framed = domain.frame_record(source_id, domain.record_body(source, source["transcriptions"]))
         claims, omitted = derived.get(source_id, ([], 0))
+        # Labels and derived claims' texts are agent-written too: they go inside the frame, ids outside.
+        body = domain.record_body(source, source["transcriptions"], claims, omitted)
+        framed = domain.frame_record(source_id, body)
         records.append(
             {
                 "sourceId": source_id,
@@ -294,8 +297,8 @@ async def inspect_sources(
                 "trust": domain.UNTRUSTED_NOTICE,
                 "nonce": framed["nonce"],
                 "record": framed["text"],
-                "transcriptionLabels": [t["label"] for t in source["transcriptions"]],
-                "derivedClaims": claims,
+                "transcriptions": len(source["transcriptions"]),
+                "derivedClaims": [{k: c[k] for k in ("claimId", "kind", "confidence")} for c in claims],
                 "derivedClaimsOmitted": omitted,
             }
         )

@@ -6,9 +6,10 @@ import asyncio
 import os
 import time
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from shared.db.tables import proposal_items, proposals
+from shared.db.queries import lock_case_exclusive
+from shared.db.tables import cases, outbox, proposal_items, proposals
 from tests.factories import agent_session, claim_item, decide, seed, source_item
 
 AGENTS = 32
@@ -84,3 +85,36 @@ async def test_32_agents_stage_while_a_reviewer_accepts_mid_way(stack):
             assert row.item_id == outcome["claim"], "a proposal holds another call's item"
             assert row.agent_name == f"{case_id}-agent-{outcome['agent']}"
             assert row.pinned_revision == pinned
+
+        # The acceptance's ledger event was written after every accepted stage call had committed:
+        # a call pinned to the old revision that were let through late would show up after it.
+        async with stack.db.engine.connect() as connection:
+            order = (await connection.execute(
+                select(outbox.c.id, outbox.c.event_type, outbox.c.envelope["data"]["proposalId"].astext)
+                .where(outbox.c.aggregate == f"case:{case_id}").order_by(outbox.c.id)
+            )).all()
+        moved = next(i for i, row in enumerate(order) if row.event_type == "threadline.ledger.changed"
+                     and row[2] == trigger["proposalId"])
+        staged_late = {row[2] for row in order[moved:] if row.event_type == "threadline.proposal.staged"}
+        assert not staged_late & {o["proposal"] for o in acknowledged}, "a stale-pinned call committed late"
+
+
+async def test_a_stage_call_waits_for_a_decision_in_flight_and_is_then_refused_as_stale(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        pinned = await agent.revision()
+        async with stack.db.engine.connect() as decision:
+            # A decision holds the case and has moved the revision, but has not committed yet.
+            transaction = await decision.begin()
+            await lock_case_exclusive(decision, agent.case_id)
+            await decision.execute(update(cases).where(cases.c.case_id == agent.case_id)
+                                   .values(revision=cases.c.revision + 1))
+            call = asyncio.ensure_future(agent.call("stage_claims", {
+                "expectedCaseId": agent.case_id, "expectedRevision": pinned,
+                "claims": [claim_item("raced", [source])]}))
+            await asyncio.sleep(0.5)
+            assert not call.done(), "the stage call read the revision while a decision held the case"
+            await transaction.commit()
+        result = await asyncio.wait_for(call, 10)
+        assert result.is_error and result.structured_content["error"]["code"] == "stale_revision"
+        assert result.structured_content["error"]["details"]["currentRevision"] == pinned + 1

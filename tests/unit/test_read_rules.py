@@ -12,12 +12,18 @@ def claim(claim_id, confidence="supported", sources=("s1",), kind="observation")
 
 def test_pages_follow_item_offsets_up_to_cursor_96_and_count_what_is_beyond():
     items = list(range(130))
-    first = domain.page(items, None)
+    first = domain.page(items, None, "unresolved")
     assert first["items"] == list(range(12)) and first["nextCursor"] == 12
-    last = domain.page(items, 96)
+    assert first["next"] == {"tool": "get_workspace", "arguments": {"scope": "unresolved", "cursor": 12}}
+    last = domain.page(items, 96, "guidance")
     assert last["items"] == list(range(96, 108)) and last["nextCursor"] is None and last["omitted"] == 22
-    assert domain.page(items[:20], 12) == {"items": list(range(12, 20)), "offset": 12, "total": 20,
-                                           "nextCursor": None, "omitted": 0}
+    assert domain.page(items[:20], 12, "guidance") == {"items": list(range(12, 20)), "offset": 12, "total": 20,
+                                                       "nextCursor": None, "next": None, "omitted": 0}
+
+
+def test_a_long_list_of_ids_in_a_detail_line_is_cut_and_counted():
+    assert domain.named_list(["a", "b"]) == "a, b"
+    assert domain.named_list([f"c{i}" for i in range(8)]) == "c0, c1, c2, c3, c4 and 3 more"
 
 
 def test_a_merge_group_counts_as_one_independent_item_even_when_groups_overlap():
