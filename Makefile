@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required (set PYTHON=/path/to/python3.11)"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): on Debian/Ubuntu install python3-venv (apt install python3-venv)"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
@@ -32,7 +32,10 @@ migrate: $(STAMP)
 	$(BIN)/threadline migrate
 
 bench: $(STAMP)
-	$(BIN)/threadline bench $(ARGS)
+	$(BIN)/threadline bench events $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check services shared tests docs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

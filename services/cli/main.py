@@ -105,11 +105,20 @@ def serve(
 
 @app.command()
 def migrate(data_dir: DataDir = None) -> None:
-    """Apply database migrations (Alembic) and provision the JetStream stream."""
-    from shared.bootstrap import prepare
+    """Apply database migrations (Alembic) and provision the JetStream stream and its consumers."""
+    from shared.bootstrap import migrate_database, provision_streams
 
-    _run(prepare(_settings(data_dir)))
-    typer.echo("migrated")
+    settings = _settings(data_dir)
+    _run(migrate_database(settings.resolved_database_url()))
+    typer.echo("database migrated")
+    try:
+        settings.resolved_nats_url()
+    except ConfigurationError as missing:
+        # The schema does not need NATS; the stream does, and `up` or the next `migrate` will provision it.
+        typer.secho(f"event stream not provisioned: {missing}", fg="yellow", err=True)
+        return
+    _run(provision_streams(settings))
+    typer.echo(f"event stream {settings.stream_name} provisioned")
 
 
 @token_app.command("create")

@@ -14,14 +14,17 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
 from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
 from shared.bootstrap import prepare
+from shared.errors import ThreadlineError
 from shared.logging import get_logger
 from shared.messaging import ServiceClient, create_broker
 from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings, child_environment
@@ -29,12 +32,18 @@ from shared.subjects import BACKEND_SERVICES, Service, Subjects
 
 log = get_logger(__name__)
 
+T = TypeVar("T")
+
 START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
 STOP_GRACE_SECONDS = 12.0
 
 
 class StartupError(RuntimeError):
     """The system could not start; the message says why and where to look."""
+
+
+class Interrupted(Exception):
+    """Asked to stop while still starting."""
 
 
 @dataclass
@@ -57,27 +66,40 @@ class Supervisor:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP too: a closed terminal must not leave the services and servers running.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, self.stopping.set)
         started = time.monotonic()
         try:
             await self._start(started)
             await self._watch()
             return 0
+        except Interrupted:
+            return 130
         finally:
             await self._stop()
+
+    def _checkpoint(self) -> None:
+        """Between startup steps: give up at once when asked to stop (each step leaves state _stop undoes)."""
+        if self.stopping.is_set():
+            raise Interrupted
 
     async def _start(self, started: float) -> None:
         self._check_port_free()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        nats_url = self.settings.nats_url or await self.nats.start()
-        database_url = self.settings.database_url or await self.postgres.start()
+        nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self.nats.start())
+        self._checkpoint()
+        database_url = self.settings.database_url or await _starting("start the embedded PostgreSQL",
+                                                                     self.postgres.start())
+        self._checkpoint()
         http_url = f"http://{self.settings.http_host}:{self.settings.http_port}"
         settings = self.settings.model_copy(
             update={"nats_url": nats_url, "database_url": database_url, "data_dir": self.data_dir}
         )
         self.settings = settings
-        await prepare(settings)
+        await _starting(f"migrate the database and provision the event stream (PostgreSQL {redacted(database_url)}, NATS "
+                        f"{redacted(nats_url)})", prepare(settings))
+        self._checkpoint()
         secret = settings.resolved_secret().decode()
         self.env = child_environment(
             {
@@ -95,6 +117,7 @@ class Supervisor:
         for service in START_ORDER:
             await self._spawn(self.children[service])
         await self._wait_ready(http_url)
+        self._checkpoint()
         credentials, first_start = await self._credentials()
         if self.demo:
             from services.cli.demo import load_demo
@@ -136,6 +159,7 @@ class Supervisor:
         try:
             waiting = set(BACKEND_SERVICES)
             while waiting:
+                self._checkpoint()
                 self._check_children()
                 for service in list(waiting):
                     try:
@@ -152,6 +176,7 @@ class Supervisor:
             await broker.stop()
         async with httpx2.AsyncClient(timeout=2.0) as http:
             while True:
+                self._checkpoint()
                 self._check_children()
                 try:
                     if (await http.get(f"{http_url}/readyz")).status_code == 200:
@@ -192,8 +217,8 @@ class Supervisor:
             f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
             f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
             f"  Events (AsyncAPI)      {http_url}/docs/asyncapi",
-            f"  NATS                   {nats_url}   events stream {self.settings.stream_name}",
-            f"  PostgreSQL             {database_url}",
+            f"  NATS                   {redacted(nats_url)}   events stream {self.settings.stream_name}",
+            f"  PostgreSQL             {redacted(database_url)}",
             f"  Data dir               {self.data_dir}   (logs in {self.data_dir / 'logs'})",
         ]
         credentials_path = self.data_dir / CREDENTIALS_FILE
@@ -259,6 +284,25 @@ class Supervisor:
         with os.fdopen(fd, "w") as out:
             json.dump(runtime, out, indent=2)
         tmp.replace(path)
+
+
+async def _starting(what: str, step: Awaitable[T]) -> T:
+    """Run one startup step; a failure becomes one clear line instead of a traceback."""
+    try:
+        return await step
+    except (StartupError, Interrupted, ThreadlineError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else is reported, with where to look
+        raise StartupError(f"could not {what}: {type(exc).__name__}: {exc}") from exc
+
+
+def redacted(url: str) -> str:
+    """A URL as it may be printed: without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 async def up(settings: Settings, data_dir: Path, demo: bool) -> int:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import stat
+import subprocess
+import time
 
 import httpx2
 import nats
@@ -14,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from services.cli.embedded import free_port
 from shared.spec import SPEC_DIR, SPEC_FILES
 from tests.e2e.system import start_system
 from tests.factories import source_item
@@ -115,7 +119,7 @@ async def test_one_real_path_through_every_service(system):
                 "mode": "commit", "operationId": operation["operationId"], "commitToken": operation["commitToken"]})
             assert committed.structured_content["status"] == "committed"
             logs = "".join(path.read_text() for path in (system.data_dir / "logs").glob("*.log"))
-            assert operation["operationId"] in logs or "command_handled" in logs
+            assert '"event": "command_handled"' in logs and '"service": "thesis-delta"' in logs
             assert operation["commitToken"] not in logs, "a commit token was logged"
 
     connection = await nats.connect(system.runtime["natsUrl"])
@@ -189,9 +193,19 @@ async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_
     assert workspace.structured_content["caseId"] == "skeleton"
 
 
+async def stream_size(nats_url: str) -> int:
+    connection = await nats.connect(nats_url)
+    try:
+        return (await connection.jetstream().stream_info("THREADLINE_EVENTS")).state.messages
+    finally:
+        await connection.close()
+
+
 def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, data_dir):
     processes = system.processes()
     assert len(processes) >= 7, [p.name() for p in processes]  # up, 5 services, nats-server, postgres
+    events_before = asyncio.run(stream_size(system.runtime["natsUrl"]))
+    assert events_before >= 1
     assert system.stop(signal.SIGINT) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
@@ -206,14 +220,82 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
             async with http, client:
                 return (await client.call_tool("get_workspace", {})).structured_content["workspaceRevision"]
 
-        import asyncio
-
         assert asyncio.run(revision()) == 1
+        assert asyncio.run(stream_size(again.runtime["natsUrl"])) >= events_before  # the stream kept its events
         processes = again.processes()
     finally:
         assert again.stop(signal.SIGTERM) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive
+
+
+def leftovers(data_dir) -> list[psutil.Process]:
+    """Processes that belong to the system in data_dir: by their command line or their environment."""
+    marker = str(data_dir)
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid == os.getpid():
+                continue
+            if marker in " ".join(process.cmdline()) or process.environ().get("THREADLINE_DATA_DIR") == marker:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def gone_within(data_dir, seconds: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + seconds
+    while (alive := leftovers(data_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return alive
+
+
+def test_killing_up_outright_or_closing_its_terminal_leaves_no_process(tmp_path):
+    killed = start_system(tmp_path / "killed")
+    assert len(killed.processes()) >= 7
+    killed.process.kill()  # SIGKILL: no handler runs; children, NATS and PostgreSQL must still go
+    killed.process.wait()
+    alive = gone_within(tmp_path / "killed", 30)
+    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+
+    hung_up = start_system(tmp_path / "hung-up")
+    assert hung_up.stop(signal.SIGHUP) == 0
+    alive = gone_within(tmp_path / "hung-up", 15)
+    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+
+
+def test_ctrl_c_while_starting_stops_at_once_and_leaves_no_process(tmp_path):
+    from tests.e2e.system import THREADLINE
+
+    data_dir = tmp_path / "interrupted"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    process = subprocess.Popen([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
+                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not (data_dir / "postgres").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # PostgreSQL is being created: the slowest step of a first start
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert "Threadline is up" not in output and "Stopped." in output
+    alive = gone_within(data_dir, 15)
+    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+
+
+def test_an_unreachable_database_is_one_clear_line_not_a_traceback(tmp_path):
+    from tests.e2e.system import THREADLINE
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    done = subprocess.run(
+        [str(THREADLINE), "up", "--data-dir", str(tmp_path / "data"), "--no-demo"],
+        env={**environment, "THREADLINE_DATABASE_URL": "postgresql://someone:hunter2@127.0.0.1:1/nowhere",
+             "THREADLINE_HTTP_PORT": str(free_port())},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "could not migrate the database" in done.stderr and "127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr + done.stdout
+    assert not gone_within(tmp_path / "data", 15)
 
 
 def test_up_refuses_a_port_in_use_with_a_clear_message(tmp_path):

@@ -1,0 +1,61 @@
+"""`threadline migrate`: the schema with only a database; the stream too once NATS is configured."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import asyncpg
+import nats
+from nats.js.errors import NotFoundError
+
+from shared.db.session import asyncpg_dsn
+from shared.streams import PROJECTION_CONSUMER
+
+THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+def migrate(env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    return subprocess.run([str(THREADLINE), "migrate"], env={**base, **env}, capture_output=True, text=True,
+                          timeout=120)
+
+
+async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_is_configured(servers, tmp_path):
+    database_url = await servers.create_database()
+    prefix = f"m{secrets.token_hex(4)}"
+    env = {"THREADLINE_DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path),
+           "THREADLINE_NATS_PREFIX": prefix}
+    stream = f"{prefix.upper()}_EVENTS"
+    try:
+        schema_only = await asyncio.to_thread(migrate, env)
+        assert schema_only.returncode == 0, schema_only.stderr
+        assert "database migrated" in schema_only.stdout and "event stream not provisioned" in schema_only.stderr
+        connection = await asyncpg.connect(asyncpg_dsn(database_url))
+        try:
+            assert await connection.fetchval("SELECT count(*) FROM alembic_version") == 1
+            assert await connection.fetchval("SELECT to_regclass('outbox') IS NOT NULL")
+        finally:
+            await connection.close()
+
+        both = await asyncio.to_thread(migrate, {**env, "THREADLINE_NATS_URL": servers.nats_url})
+        assert both.returncode == 0, both.stderr
+        assert f"event stream {stream} provisioned" in both.stdout
+        again = await asyncio.to_thread(migrate, {**env, "THREADLINE_NATS_URL": servers.nats_url})
+        assert again.returncode == 0, again.stderr  # idempotent
+        client = await nats.connect(servers.nats_url)
+        try:
+            js = client.jetstream()
+            assert (await js.stream_info(stream)).config.subjects == [f"{prefix}.events.>"]
+            assert (await js.consumer_info(stream, PROJECTION_CONSUMER)).config.durable_name == PROJECTION_CONSUMER
+            await js.delete_stream(stream)
+        except NotFoundError as missing:
+            raise AssertionError(f"{stream} was not provisioned") from missing
+        finally:
+            await client.close()
+    finally:
+        await servers.drop_database(database_url)
