@@ -142,7 +142,7 @@ class CorrelationMiddleware(BaseMiddleware):
                 return await call_next(msg)
             finally:
                 subject = msg.raw_message.subject if msg.raw_message is not None else ""
-                if not Subjects.is_health(subject):
+                if Subjects.is_command(subject):  # not health pings, nor replies arriving at a client's inbox
                     log.info("command_handled", subject=subject,
                              ms=round((time.perf_counter() - started) * 1000, 2))
 

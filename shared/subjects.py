@@ -85,8 +85,8 @@ class Subjects:
         return f"{self.prefix}.health.{service.value}"
 
     @staticmethod
-    def is_health(subject: str) -> bool:
-        return ".health." in subject
+    def is_command(subject: str) -> bool:
+        return ".cmd." in subject
 
     @property
     def events_wildcard(self) -> str:

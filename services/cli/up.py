@@ -299,7 +299,7 @@ async def _starting(what: str, step: Awaitable[T]) -> T:
 def redacted(url: str) -> str:
     """A URL as it may be printed: without its password."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if not parts.password:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return urlunsplit(parts._replace(netloc=netloc))
