@@ -37,7 +37,8 @@ def digest(token: str) -> bytes:
 
 
 def new_token(role: str) -> str:
-    return f"{TOKEN_PREFIX}{role[0]}_{secrets.token_urlsafe(32)}"
+    """`tl_<role>_<256 random bits>`: the role is readable at a glance (and by secret scanners)."""
+    return f"{TOKEN_PREFIX}{role}_{secrets.token_urlsafe(32)}"
 
 
 def bearer(authorization: str | None) -> str | None:

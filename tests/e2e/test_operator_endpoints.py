@@ -53,3 +53,8 @@ async def test_tokens_are_stored_only_as_digests(stack):
     stored = rows[0]._mapping
     assert stored["token_hash"] == hashlib.sha256(token.encode()).digest()
     assert token not in repr(dict(stored))
+
+
+async def test_each_role_has_its_own_token_prefix(stack):
+    for role in ("agent", "reviewer", "admin"):
+        assert (await stack.issue_token(role, f"prefix-{role}")).startswith(f"tl_{role}_")
