@@ -219,3 +219,14 @@ def preview_args(company: dict[str, Any], key: str, **overrides: Any) -> dict[st
         "idempotencyKey": key,
         **overrides,
     }
+
+
+async def previewed_and_committed(mcp: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """Preview a delta and commit it; return the preview (operationId, commitToken, delta)."""
+    preview = await mcp.call_tool("propose_claim_delta_from_source", args)
+    assert not preview.is_error, preview.content[0].text
+    committed = await mcp.call_tool("propose_claim_delta_from_source", {
+        "mode": "commit", "operationId": preview.structured_content["operationId"],
+        "commitToken": preview.structured_content["commitToken"]})
+    assert not committed.is_error, committed.content[0].text
+    return preview.structured_content

@@ -20,7 +20,7 @@ from shared.errors import InvalidArgument
 from shared.spec import SPEC_DIR, SPEC_FILES
 from shared.subjects import Command, Service
 from tests.events import stream_events, wait_until_published
-from tests.factories import new_company, preview_args, unique
+from tests.factories import new_company, preview_args, previewed_and_committed, unique
 from tests.support import Stack, new_deployment, remove_deployment
 
 
@@ -34,14 +34,6 @@ async def call_ok(mcp, tool, args):
     result = await mcp.call_tool(tool, args)
     assert not result.is_error, result.content[0].text
     return result.structured_content
-
-
-async def previewed_and_committed(mcp, args):
-    """Preview a delta and commit it; return the preview (operationId, commitToken, delta)."""
-    preview = await call_ok(mcp, "propose_claim_delta_from_source", args)
-    await call_ok(mcp, "propose_claim_delta_from_source", {
-        "mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]})
-    return preview
 
 
 async def call_refused(mcp, tool, args):

@@ -8,7 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.factories import agent_session, claim_item, decide, new_company, preview_args, seed, unique
+from tests.factories import (
+    agent_session,
+    claim_item,
+    decide,
+    new_company,
+    preview_args,
+    previewed_and_committed,
+    seed,
+    unique,
+)
 
 # Rich markup an agent might write, on purpose or not: a stray closing tag, a style, a link.
 BRACKETED = "Costs fell [/note] then [bold]rose[/bold] per [link=https://evil.example]report[/link]."
@@ -60,10 +69,7 @@ async def test_agents_bracketed_text_prints_as_it_is_never_as_markup(stack):
 async def test_rejecting_a_delta_from_the_cli_needs_a_note(stack):
     company = await new_company(stack)
     async with stack.agent() as mcp:
-        preview = await mcp.call_tool("propose_claim_delta_from_source", preview_args(company, unique()))
-        operation = preview.structured_content["operationId"]
-        await mcp.call_tool("propose_claim_delta_from_source", {
-            "mode": "commit", "operationId": operation, "commitToken": preview.structured_content["commitToken"]})
+        operation = (await previewed_and_committed(mcp, preview_args(company, unique())))["operationId"]
     missing = await asyncio.to_thread(threadline, "reject-delta", operation, stack=stack)
     assert missing.returncode == 2 and "--note" in missing.stderr
     blank = await asyncio.to_thread(threadline, "reject-delta", operation, "--note", "  ", stack=stack)

@@ -21,6 +21,7 @@ from tests.factories import (
     new_case,
     new_company,
     preview_args,
+    previewed_and_committed,
     seed,
     source_item,
     unique,
@@ -184,10 +185,7 @@ async def test_bad_input_on_the_pages_is_shown_on_the_page_with_a_4xx(stack):
 async def test_rejecting_a_delta_on_the_page_needs_a_note(stack):
     company = await new_company(stack)
     async with stack.agent() as mcp:
-        preview = await mcp.call_tool("propose_claim_delta_from_source", preview_args(company, unique()))
-        operation = preview.structured_content["operationId"]
-        await mcp.call_tool("propose_claim_delta_from_source", {
-            "mode": "commit", "operationId": operation, "commitToken": preview.structured_content["commitToken"]})
+        operation = (await previewed_and_committed(mcp, preview_args(company, unique())))["operationId"]
     async with signed_in(stack) as http:
         page = await http.post(f"/ui/deltas/{operation}/decide", data={"decision": "reject", "note": " ",
                                                                         "csrf": http.csrf})
