@@ -466,6 +466,27 @@ async def case_history(connection: AsyncConnection, case_id: str, limit: int, be
     return [dict(r) for r in rows.mappings()]
 
 
+async def ended_records(
+    connection: AsyncConnection, case_id: str, oldest_revision: int, newest_revision: int
+) -> list[dict[str, Any]]:
+    """Records that left the ledger (superseded or retired) in a range of revisions, oldest first."""
+    found: list[dict[str, Any]] = []
+    for table, id_column, record in (
+        (claims, claims.c.claim_id, "claim"),
+        (sources, sources.c.source_id, "source"),
+        (relations, relations.c.relation_id, "relation"),
+        (merge_groups, merge_groups.c.group_id, "group"),
+    ):
+        rows = await connection.execute(
+            select(id_column.label("id"), table.c.status, table.c.ended_by, table.c.ended_at, table.c.ended_revision,
+                   table.c.superseded_by, table.c.revision, table.c.decided_by, table.c.decided_at)
+            .where(table.c.case_id == case_id, table.c.status != "active",
+                   table.c.ended_revision.between(oldest_revision, newest_revision))
+        )
+        found += [{"record": record, **r} for r in rows.mappings()]
+    return sorted(found, key=lambda r: (r["ended_revision"], r["record"], r["id"]))
+
+
 async def retire(
     connection: AsyncConnection, case_id: str, record: str, record_id: str, provenance: Provenance
 ) -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ from shared.contracts import (
     RetireRecords,
 )
 from shared.db.queries import ledger_facts
-from shared.db.tables import case_focus, claims, guidance_notes, merge_groups, proposals, relations, sources
+from shared.db.tables import case_focus, guidance_notes, proposals
 from shared.errors import AlreadyExists, InvalidArgument, NotFound
 from shared.events import (
     CaseCreated,
@@ -135,35 +135,12 @@ async def case_history(ctx: ServiceContext, cmd: CaseHistory) -> dict[str, Any]:
         proposal_of = await repository.proposals_of_decisions(
             connection, [e["decision_id"] for e in entries if e["decision_id"]]
         )
-        ended = []
-        for table, id_column, record in (
-            (claims, claims.c.claim_id, "claim"),
-            (sources, sources.c.source_id, "source"),
-            (relations, relations.c.relation_id, "relation"),
-            (merge_groups, merge_groups.c.group_id, "group"),
-        ):
-            rows = await connection.execute(
-                select(id_column.label("id"), table.c.status, table.c.ended_by, table.c.ended_at,
-                       table.c.ended_revision, table.c.superseded_by, table.c.revision, table.c.decided_by,
-                       table.c.decided_at)
-                .where(table.c.case_id == cmd.case_id, table.c.status != "active")
-                .order_by(table.c.ended_revision)
-            )
-            ended += [
-                {
-                    "record": record,
-                    "id": r.id,
-                    "status": r.status,
-                    "introducedInRevision": r.revision,
-                    "acceptedBy": r.decided_by,
-                    "acceptedAt": r.decided_at.isoformat(),
-                    "endedBy": r.ended_by,
-                    "endedAt": r.ended_at.isoformat() if r.ended_at else None,
-                    "endedInRevision": r.ended_revision,
-                    "supersededBy": r.superseded_by,
-                }
-                for r in rows
-            ]
+        # The records that left the ledger in the revisions this page shows: history pages as one.
+        ended = (
+            await repository.ended_records(connection, cmd.case_id, entries[-1]["revision"], entries[0]["revision"])
+            if entries
+            else []
+        )
     return {
         "caseId": cmd.case_id,
         "changes": [
@@ -179,7 +156,21 @@ async def case_history(ctx: ServiceContext, cmd: CaseHistory) -> dict[str, Any]:
             for e in entries
         ],
         "nextBefore": entries[-1]["revision"] if older else None,
-        "ended": ended,
+        "ended": [
+            {
+                "record": r["record"],
+                "id": r["id"],
+                "status": r["status"],
+                "introducedInRevision": r["revision"],
+                "acceptedBy": r["decided_by"],
+                "acceptedAt": r["decided_at"].isoformat(),
+                "endedBy": r["ended_by"],
+                "endedAt": r["ended_at"].isoformat() if r["ended_at"] else None,
+                "endedInRevision": r["ended_revision"],
+                "supersededBy": r["superseded_by"],
+            }
+            for r in ended
+        ],
     }
 
 

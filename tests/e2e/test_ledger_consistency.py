@@ -52,6 +52,10 @@ async def test_a_superseded_verdict_takes_its_bases_out_of_the_ledger(stack):
             {"record": "relation", "id": "r1", "note": "its claim v1 was superseded by v2"}]
         ended = {(e["record"], e["id"]): e for e in history["ended"]}
         assert ended[("relation", "r1")]["endedInRevision"] == decided["revision"]
+        async with stack.api() as api:  # an older page lists what ended in its own revisions only
+            older = (await api.get(f"/api/v1/cases/{agent.case_id}/history",
+                                   params={"before": decided["revision"]})).json()
+        assert older["changes"][0]["revision"] == decided["revision"] - 1 and older["ended"] == []
 
 
 async def test_retiring_a_claim_ends_its_relations_and_the_groups_it_belongs_to(stack):
