@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlencode, urlsplit
@@ -203,21 +202,6 @@ RECENTLY_DECIDED = 10
 HISTORY_PAGE = 50
 
 
-def sources_in_focus(sources: Sequence[dict], claims: Sequence[dict], focus: str) -> list[dict]:
-    """Sources follow the claims, which the projection already put in the order of the case's focus.
-
-    Under a focus, the sources behind the first claims come first (uncited ones last); without one
-    (`all`) they keep the ledger's order. The focus rule itself lives in the projection, not here.
-    """
-    if focus == "all":
-        return list(sources)
-    first_cited: dict[str, int] = {}
-    for position, claim in enumerate(claims):
-        for source_id in claim["sourceIds"]:
-            first_cited.setdefault(source_id, position)
-    return sorted(sources, key=lambda s: first_cited.get(s["sourceId"], len(claims)))
-
-
 @router.get("/cases/{case_id}")
 async def case_page(request: Request, case_id: CaseId, principal: Principal = Reviewer) -> Response:
     return await _case(request, principal, case_id)
@@ -228,9 +212,9 @@ async def _case(request: Request, principal: Principal, case_id: str, *, problem
     ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
     decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
         actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
-    claims = ledger["claims"]["items"]  # in the focus order, as the projection gives them
+    claims = ledger["claims"]["items"]
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
-                  claims=claims, sources=sources_in_focus(ledger["sources"], claims, ledger["focus"]),
+                  claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
                   decided=decided["proposals"], problem=problem, draft=draft)
 
 

@@ -185,6 +185,24 @@ def focus_order(snapshot: LedgerSnapshot, focus: str) -> list[ClaimView]:
     return sorted(snapshot.claims, key=base)
 
 
+def sources_in_focus(sources: Sequence[Mapping[str, Any]], claims_in_focus: Sequence[ClaimView],
+                     focus: str) -> list[Mapping[str, Any]]:
+    """Sources in the order the case's presentation focus asks for.
+
+    `primary_evidence`: primary and official records first. `unresolved`: the sources behind the first
+    claims of the focus order (the open ones) first, uncited sources last. `all`: the ledger's order.
+    """
+    if focus == "primary_evidence":
+        return sorted(sources, key=lambda s: s["type"] not in STRONG_SOURCE_TYPES)
+    if focus == "unresolved":
+        first_cited: dict[str, int] = {}
+        for position, claim in enumerate(claims_in_focus):
+            for source_id in claim.source_ids:
+                first_cited.setdefault(source_id, position)
+        return sorted(sources, key=lambda s: first_cited.get(s["source_id"], len(claims_in_focus)))
+    return list(sources)
+
+
 def counts(values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(Counter(values).items()))
 

@@ -54,7 +54,8 @@ async def get_workspace(ctx: ServiceContext, request: ToolRequest[GetWorkspaceAr
             snapshot = await repository.snapshot(connection, case_id, case.revision)
             workspace["claims"] = _claims(snapshot, focus)
         if scope in ("sources", "all"):
-            workspace["sources"] = await _sources(connection, case_id)
+            snapshot = await repository.snapshot(connection, case_id, case.revision)
+            workspace["sources"] = await _sources(connection, case_id, snapshot, focus)
         if scope in ("proposals", "all"):
             workspace["proposals"] = await _proposals(connection, case_id, agent)
         if scope in ("unresolved", "all"):
@@ -153,8 +154,9 @@ def _claims(
     }
 
 
-async def _sources(connection: Any, case_id: str) -> dict[str, Any]:
-    rows = await repository.source_list(connection, case_id)
+async def _sources(connection: Any, case_id: str, snapshot: domain.LedgerSnapshot, focus: str) -> dict[str, Any]:
+    rows = domain.sources_in_focus(await repository.source_list(connection, case_id),
+                                   domain.focus_order(snapshot, focus), focus)
     listed, omitted = domain.capped(rows, domain.SOURCES_CAP)
     return {
         "total": len(rows),
@@ -226,7 +228,8 @@ async def case_ledger(ctx: ServiceContext, cmd: CaseRef) -> dict[str, Any]:
         focus = await repository.focus_of(connection, cmd.case_id)
         snapshot = await repository.snapshot(connection, cmd.case_id, case.revision)
         provenance = await repository.provenance_of_claims(connection, cmd.case_id)
-        sources = await repository.source_list(connection, cmd.case_id)
+        sources = domain.sources_in_focus(await repository.source_list(connection, cmd.case_id),
+                                          domain.focus_order(snapshot, focus), focus)
         groups = await repository.group_list(connection, cmd.case_id)
         pending = await repository.pending_proposals(connection, cmd.case_id)
         pending_items = await repository.proposal_items_status(connection, [p["proposal_id"] for p in pending])

@@ -451,9 +451,13 @@ async def test_primary_evidence_focus_lists_claims_grounded_in_primary_records_f
                                                      claim_item("b-registered", ["registry"])])
         listed = (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]["items"]
         assert [c["claimId"] for c in listed] == ["a-reported", "b-registered"]
+        sources = (await agent.ok("get_workspace", {"scope": "sources"}))["sources"]["items"]
+        assert [s["sourceId"] for s in sources] == ["press", "registry"]
         await agent.ok("set_focus", {"expectedCaseId": agent.case_id, "focus": "primary_evidence"})
         listed = (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]["items"]
         assert [c["claimId"] for c in listed] == ["b-registered", "a-reported"]
+        sources = (await agent.ok("get_workspace", {"scope": "sources"}))["sources"]["items"]
+        assert [s["sourceId"] for s in sources] == ["registry", "press"]
 
 
 async def test_sources_and_pending_proposals_are_capped_with_omitted_counts(stack):

@@ -45,3 +45,16 @@ def test_unresolved_names_weak_contradicted_and_unsourced_claims_and_the_missing
     health = domain.evidence_health(snapshot)
     assert health["claims"]["withoutPrimarySource"] == 1 and health["claims"]["contradicted"] == 1
     assert health["sources"]["uncited"] == 0
+
+
+def test_sources_follow_the_focus_primary_records_first_or_those_behind_open_claims():
+    sources = [{"source_id": "blog", "type": "social"}, {"source_id": "gov", "type": "official"},
+               {"source_id": "lab", "type": "primary"}, {"source_id": "uncited", "type": "reporting"}]
+    open_first = [claim("open", "disputed", ["lab"]), claim("settled", "established", ["blog"])]
+
+    def ids(ordered):
+        return [s["source_id"] for s in ordered]
+
+    assert ids(domain.sources_in_focus(sources, open_first, "all")) == ["blog", "gov", "lab", "uncited"]
+    assert ids(domain.sources_in_focus(sources, open_first, "primary_evidence")) == ["gov", "lab", "blog", "uncited"]
+    assert ids(domain.sources_in_focus(sources, open_first, "unresolved")) == ["lab", "blog", "gov", "uncited"]
