@@ -8,6 +8,7 @@ the children and the embedded servers in order. A child that dies is restarted.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -36,6 +37,7 @@ T = TypeVar("T")
 
 START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
 STOP_GRACE_SECONDS = 12.0
+LOCK_FILE = "up.lock"
 
 
 class StartupError(RuntimeError):
@@ -63,6 +65,7 @@ class Supervisor:
         self.children: dict[Service, Child] = {s: Child(s) for s in START_ORDER}
         self.stopping = asyncio.Event()
         self.env: dict[str, str] = {}
+        self.runtime_written = False
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -85,8 +88,9 @@ class Supervisor:
             raise Interrupted
 
     async def _start(self, started: float) -> None:
-        self._check_port_free()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_data_dir()
+        self._check_port_free()
         nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self.nats.start())
         self._checkpoint()
         database_url = self.settings.database_url or await _starting("start the embedded PostgreSQL",
@@ -124,6 +128,21 @@ class Supervisor:
 
             await load_demo(settings, agent_name=credentials.get("agentName", "agent"))
         self._announce(http_url, nats_url, database_url, credentials, first_start, time.monotonic() - started)
+
+    def _lock_data_dir(self) -> None:
+        """One `up` per data dir: two would share one embedded PostgreSQL and stop it under each other.
+        The lock goes with the process, however it ends."""
+        self._lock = open(self.data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held for the process's life
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.seek(0)
+            holder = self._lock.read().strip() or "another process"
+            raise StartupError(f"{self.data_dir} is in use by another `threadline up` (pid {holder}); stop it, "
+                               "or give this one its own --data-dir") from None
+        self._lock.truncate(0)
+        self._lock.write(str(os.getpid()))
+        self._lock.flush()
 
     def _check_port_free(self) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -262,7 +281,8 @@ class Supervisor:
         await self._stop_children([self.children[s] for s in BACKEND_SERVICES])
         await self.nats.stop()
         await self.postgres.stop()
-        (self.data_dir / RUNTIME_FILE).unlink(missing_ok=True)
+        if self.runtime_written:  # never another `up`'s file
+            (self.data_dir / RUNTIME_FILE).unlink(missing_ok=True)
         print("Stopped.", flush=True)
 
     async def _stop_children(self, children: list[Child]) -> None:
@@ -284,6 +304,7 @@ class Supervisor:
         with os.fdopen(fd, "w") as out:
             json.dump(runtime, out, indent=2)
         tmp.replace(path)
+        self.runtime_written = True
 
 
 async def _starting(what: str, step: Awaitable[T]) -> T:

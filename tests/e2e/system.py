@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ class RunningSystem:
     data_dir: Path
     process: subprocess.Popen
     output: list[str] = field(default_factory=list)
+    stdout_lines: queue.Queue | None = None
 
     @property
     def runtime(self) -> dict:
@@ -53,7 +56,9 @@ class RunningSystem:
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         self.process.send_signal(sig)
         code = self.process.wait(timeout=timeout)
-        self.output += self.process.stdout.read().splitlines()
+        time.sleep(0.1)  # the reader thread drains what the process printed last
+        while self.stdout_lines is not None and not self.stdout_lines.empty():
+            self.output.append(self.stdout_lines.get().rstrip("\n"))
         return code
 
 
@@ -70,18 +75,23 @@ def start_system(data_dir: Path, *, demo: bool = False, env: dict[str, str] | No
         env=environment,
     )
     system = RunningSystem(data_dir, process)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in iter(process.stdout.readline, "")],
+                     daemon=True).start()  # reads stdout until the process closes it; the test never blocks on it
     deadline = time.monotonic() + timeout
+    announced = False
     while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            if process.poll() is not None:
-                raise RuntimeError(f"threadline up exited with {process.returncode}: {system.output}")
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if process.poll() is not None and lines.empty():
+                raise RuntimeError(f"threadline up exited with {process.returncode}: {system.output}") from None
             continue
         system.output.append(line.rstrip("\n"))
-        if line.startswith("Threadline is up"):
-            # The announcement continues; read it to its end (the bearer tokens or the credentials path).
-            while not system.output[-1].strip().startswith(("agent ", "Bearer tokens:")):
-                system.output.append(process.stdout.readline().rstrip("\n"))
+        announced = announced or line.startswith("Threadline is up")
+        # The announcement ends with the bearer tokens (first start) or the credentials path.
+        if announced and line.strip().startswith(("agent ", "Bearer tokens:")):
+            system.stdout_lines = lines
             return system
     process.send_signal(signal.SIGTERM)
     raise TimeoutError(f"threadline up was not ready in {timeout}s: {system.output}")

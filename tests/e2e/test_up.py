@@ -193,6 +193,19 @@ async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_
     assert workspace.structured_content["caseId"] == "skeleton"
 
 
+def test_a_second_up_on_the_same_data_dir_is_refused_and_leaves_the_first_running(system, data_dir):
+    from tests.e2e.system import THREADLINE
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    second = subprocess.run([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
+                            env={**environment, "THREADLINE_HTTP_PORT": str(free_port())},
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert f"in use by another `threadline up` (pid {system.process.pid})" in second.stderr
+    assert (data_dir / "runtime.json").exists() and system.process.poll() is None
+    assert httpx2.get(f"{system.http_url}/readyz", timeout=10).status_code == 200
+
+
 async def stream_size(nats_url: str) -> int:
     connection = await nats.connect(nats_url)
     try:
