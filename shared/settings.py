@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
 
+    # For CLI commands that act as a user: `serve gateway --stdio` (an agent token) and `review` (a
+    # reviewer token, and the gateway's URL when it is not the data dir's).
+    token: SecretStr | None = None
+    url: str | None = None
+
     @property
     def workers(self) -> int:
         return self.service_workers or self.db_pool_size

@@ -83,7 +83,7 @@ def up(
 def serve(
     service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection")],
     stdio: Annotated[bool, typer.Option("--stdio", help="Gateway only: MCP over stdin/stdout.")] = False,
-    token: Annotated[str | None, typer.Option(envvar="THREADLINE_TOKEN", help="Agent token for --stdio.")] = None,
+    token: Annotated[str | None, typer.Option(help="Agent token for --stdio (default: THREADLINE_TOKEN).")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Run one service (what a container runs). Scale by running more processes."""
@@ -94,6 +94,8 @@ def serve(
     settings = _settings(data_dir)
     if which is Service.GATEWAY:
         from services.gateway.app import main
+        if token is None and settings.token is not None:
+            token = settings.token.get_secret_value()
         _run(main(settings, stdio=stdio, token=token))
         return
     if stdio:

@@ -19,9 +19,9 @@ app = typer.Typer(help="Review proposals through the HTTP API.", no_args_is_help
 # print as is; `[/note]` in a claim is text, not a closing tag.
 console = Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
 
-Url = Annotated[str | None, typer.Option("--url", envvar="THREADLINE_URL", help="Gateway URL.")]
-Token = Annotated[str | None, typer.Option("--token", envvar="THREADLINE_TOKEN",
-                                              help="Reviewer token (default: the data dir's credentials).")]
+Url = Annotated[str | None, typer.Option("--url", help="Gateway URL (default: THREADLINE_URL, else the data dir's).")]
+Token = Annotated[str | None, typer.Option(
+    "--token", help="Reviewer token (default: THREADLINE_TOKEN, else the data dir's credentials).")]
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON.")]
 
@@ -31,7 +31,9 @@ class Api:
         settings = get_settings()
         if data_dir is not None:
             settings = settings.model_copy(update={"data_dir": data_dir})
-        self.url = (url or settings.resolved_http_url()).rstrip("/")
+        self.url = (url or settings.url or settings.resolved_http_url()).rstrip("/")
+        if token is None and settings.token is not None:
+            token = settings.token.get_secret_value()
         if token is None:
             credentials = settings.data_dir / CREDENTIALS_FILE
             if not credentials.exists():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,16 @@ async def test_rejecting_a_delta_from_the_cli_needs_a_note(stack):
     rejected = await asyncio.to_thread(threadline, "reject-delta", operation, "--note", "Q3 says [12%].", "--json",
                                        stack=stack)
     assert json.loads(rejected.stdout)["status"] == "rejected"
+
+
+async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(stack, tmp_path):
+    case_id = unique("env-case")
+    async with stack.api("admin") as api:
+        assert (await api.post("/api/v1/cases", json={"caseId": case_id, "title": "t", "question": "q?"})).status_code == 201
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    listed = await asyncio.to_thread(subprocess.run, [
+        str(Path(sys.executable).parent / "threadline"), "review", "list", "--json", "--data-dir", str(tmp_path)],
+        env={**environment, "THREADLINE_URL": stack.http_url, "THREADLINE_TOKEN": stack.tokens["reviewer"]},
+        capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert case_id in {c["caseId"] for c in json.loads(listed.stdout)["cases"]}
