@@ -12,6 +12,7 @@ APP_MODULES = {
     Service.REVIEW: "services.review.app",
     Service.THESIS_DELTA: "services.thesis_delta.app",
     Service.PROJECTION: "services.projection.app",
+    Service.RELAY: "services.relay.app",
 }
 
 

@@ -12,9 +12,11 @@ class Service(StrEnum):
     REVIEW = "review"
     THESIS_DELTA = "thesis-delta"
     PROJECTION = "projection"
+    RELAY = "relay"
 
 
-BACKEND_SERVICES = (Service.STAGING, Service.REVIEW, Service.THESIS_DELTA, Service.PROJECTION)
+# Every process but the gateway; the relay answers no commands, only its health subject.
+BACKEND_SERVICES = (Service.STAGING, Service.REVIEW, Service.THESIS_DELTA, Service.PROJECTION, Service.RELAY)
 
 
 class Command(StrEnum):

@@ -81,7 +81,7 @@ def up(
 
 @app.command()
 def serve(
-    service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection")],
+    service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection | relay")],
     stdio: Annotated[bool, typer.Option("--stdio", help="Gateway only: MCP over stdin/stdout.")] = False,
     token: Annotated[str | None, typer.Option(help="Agent token for --stdio (default: THREADLINE_TOKEN).")] = None,
     data_dir: DataDir = None,
@@ -178,8 +178,8 @@ def demo_load(data_dir: DataDir = None) -> None:
 
 @app.command()
 def relay(data_dir: DataDir = None) -> None:
-    """Run a standalone outbox relay (review replicas run one too; one leads at a time)."""
-    from services.review.relay import OutboxRelay
+    """Run an outbox relay in the foreground (what `serve relay` runs, without the health subject)."""
+    from services.relay.relay import OutboxRelay
     from shared.logging import configure_logging
 
     settings = _settings(data_dir)

@@ -1,15 +1,14 @@
-"""The review service process: `threadline serve review` (it also runs an outbox relay replica)."""
+"""The review service process: `threadline serve review`."""
 
 from __future__ import annotations
 
 from services.review.handlers import build_router
-from services.review.relay import run_relay
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import Service
 
 SERVICE = Service.REVIEW
-BACKGROUND = [run_relay]
+BACKGROUND: list = []
 
 
 async def main(settings: Settings) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor
-from shared.subjects import Command, Service
+from shared.subjects import BACKEND_SERVICES, Command, Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import source_item
 from tests.support import Stack, new_deployment, remove_deployment
@@ -69,7 +69,8 @@ class Relays:
 @pytest.fixture
 async def relay_stack(servers):
     settings = await new_deployment(servers)
-    stack = await Stack(settings).start(gateway=False, background={Service.REVIEW: []})
+    without_relay = tuple(s for s in BACKEND_SERVICES if s is not Service.RELAY)  # the test runs its own
+    stack = await Stack(settings).start(gateway=False, services=without_relay)
     yield stack
     await stack.stop()
     await remove_deployment(servers, settings)

@@ -1,7 +1,7 @@
 """The outbox relay: publishes committed events to JetStream, in order per case and company.
 
 One relay leads at a time (a PostgreSQL advisory lock, released when its session ends), so any
-number of review replicas can run one. The leader is woken by LISTEN/NOTIFY and also polls. Each
+number of relay processes can run. The leader is woken by LISTEN/NOTIFY and also polls. Each
 event is published with its id as `Nats-Msg-Id` and marked sent only after JetStream acknowledged
 it: a crash between the two re-publishes it, and JetStream's duplicate window drops the copy.
 Events of one aggregate (a case or a company) are published one after another, each waiting for its
@@ -159,5 +159,5 @@ async def _sleep_unless(stop: asyncio.Event, seconds: float) -> bool:
 
 
 async def run_relay(ctx: Any) -> None:
-    """Background job of the review service."""
+    """Background job of the relay process."""
     await OutboxRelay(ctx.settings).run()

@@ -1,0 +1,1 @@
+"""The outbox relay: the one process that moves committed events from every service's outbox to JetStream."""
