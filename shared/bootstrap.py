@@ -6,6 +6,7 @@ import nats
 
 from shared.db import migrate
 from shared.db.session import Database
+from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.streams import provision
 
@@ -19,7 +20,7 @@ async def migrate_database(database_url: str) -> None:
 
 
 async def provision_streams(settings: Settings) -> None:
-    connection = await nats.connect(settings.resolved_nats_url(), name="threadline-provision")
+    connection = await nats.connect(**nats_options(settings, OPERATOR, name="threadline-provision").client())
     try:
         await provision(connection.jetstream(), settings)
     finally:

@@ -6,11 +6,14 @@ handler that fails still answers at once instead of leaving its caller to time o
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import os
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pydantic
@@ -22,7 +25,10 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
-from shared.subjects import Command, Service, Subjects, owner_name
+from shared.nats_auth import nats_options
+from shared.outage import outage
+from shared.settings import Settings
+from shared.subjects import OWNER, Command, Service, Subjects, owner_name
 
 log = get_logger(__name__)
 
@@ -124,6 +130,9 @@ def _reply_validation_error(exc: pydantic.ValidationError) -> dict[str, Any]:
 
 
 def _reply_unexpected(exc: Exception) -> dict[str, Any]:
+    if (unavailable := outage(exc)) is not None:
+        log.warning("command_unavailable", reason=unavailable.message, error=repr(exc))
+        return {"error": unavailable.to_dict()}
     log.error("command_failed", exc_info=exc)
     return {"error": InternalError("the service failed to handle the command; it has been logged").to_dict()}
 
@@ -147,7 +156,8 @@ class CorrelationMiddleware(BaseMiddleware):
                              ms=round((time.perf_counter() - started) * 1000, 2))
 
 
-def create_broker(nats_url: str, *, name: str) -> NatsBroker:
+def create_broker(settings: Settings, *, role: str, name: str) -> NatsBroker:
+    """The FastStream broker of one process, connected as `role` (shared.nats_auth says what it may do)."""
     errors = ExceptionMiddleware(
         publish_handlers={
             ThreadlineError: _reply_domain_error,
@@ -156,8 +166,7 @@ def create_broker(nats_url: str, *, name: str) -> NatsBroker:
         }
     )
     return NatsBroker(
-        nats_url,
-        name=name,
+        **nats_options(settings, role, name=name).broker(),
         middlewares=[CorrelationMiddleware, errors],
         logger=get_logger("faststream"),
         max_reconnect_attempts=-1,
@@ -179,13 +188,23 @@ def new_traceparent() -> str:
     return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
 
 
+WATCH_AFTER_SECONDS = 0.5  # a call still unanswered this long gets its service watched
+WATCH_EVERY_SECONDS = 0.5
+
+
 class ServiceClient:
-    """Calls service commands over NATS request/reply and unwraps their envelopes."""
+    """Calls service commands over NATS request/reply and unwraps their envelopes.
+
+    A call whose service dies while handling it fails as soon as that is known, not at the timeout:
+    while calls to a service wait, a watcher pings its health subject, and NATS answering "no
+    responders" means no replica is left to reply. Losing the NATS connection fails waiting calls too.
+    """
 
     def __init__(self, broker: NatsBroker, subjects: Subjects, timeout: float) -> None:
         self.broker = broker
         self.subjects = subjects
         self.timeout = timeout
+        self._watches: dict[Service, _Watch] = {}
 
     async def call(
         self,
@@ -200,14 +219,17 @@ class ServiceClient:
             payload = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
         headers = {TRACEPARENT: traceparent} if traceparent else None
         subject = self.subjects.command(command)
+        if not self._connected():
+            raise _nats_unreachable()
+        request = asyncio.ensure_future(self.broker.request(
+            payload,
+            subject,
+            correlation_id=correlation_id or new_correlation_id(),
+            headers=headers,
+            timeout=timeout or self.timeout,
+        ))
         try:
-            message = await self.broker.request(
-                payload,
-                subject,
-                correlation_id=correlation_id or new_correlation_id(),
-                headers=headers,
-                timeout=timeout or self.timeout,
-            )
+            message = await self._reply(OWNER[command], request)
         except (TimeoutError, NatsTimeoutError) as exc:
             raise Unavailable(
                 f"the {owner_name(command)} service did not answer in time",
@@ -224,6 +246,10 @@ class ServiceClient:
                 "the request is larger than one NATS message may be",
                 hint="send less at once: fewer or shorter items per call",
             ) from exc
+        except Exception as exc:
+            if (unavailable := outage(exc)) is not None:
+                raise unavailable from exc
+            raise
         body = await message.decode()
         if not isinstance(body, dict):
             raise InternalError("the service sent a malformed reply")
@@ -231,6 +257,83 @@ class ServiceClient:
             raise from_dict(body["error"])
         return body.get("result")
 
+    async def _reply(self, service: Service, request: asyncio.Future) -> Any:
+        done, _ = await asyncio.wait({request}, timeout=WATCH_AFTER_SECONDS)
+        if request in done:
+            return request.result()
+        watch = self._watches.get(service)
+        if watch is None or watch.finished:
+            watch = self._watches[service] = _Watch(self, service)
+        with watch.waiting() as gone:
+            done, _ = await asyncio.wait({request, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if request in done:
+            return request.result()
+        request.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await request
+        raise gone.result()
+
+    def _connected(self) -> bool:
+        try:
+            return self.broker.connection is not None and self.broker.connection.is_connected
+        except Exception:  # noqa: BLE001 - not connected yet
+            return False
+
     async def ping(self, service: Service, timeout: float = 1.0) -> dict[str, Any]:
         message = await self.broker.request({}, self.subjects.health(service), timeout=timeout)
         return (await message.decode())["result"]
+
+
+def _nats_unreachable() -> Unavailable:
+    return Unavailable("the message bus (NATS) is unreachable",
+                       hint="retry shortly; the services reconnect on their own once NATS is back")
+
+
+class _Watch:
+    """Pings one service's health subject while calls to it wait; fails them when no replica is left."""
+
+    _order = itertools.count()
+
+    def __init__(self, client: ServiceClient, service: Service) -> None:
+        self.client = client
+        self.service = service
+        self.waiters: dict[int, asyncio.Future] = {}
+        self.finished = False
+        self.task = asyncio.create_task(self._run(), name=f"watch-{service.value}")
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[asyncio.Future]:
+        key = next(self._order)
+        gone = asyncio.get_running_loop().create_future()
+        self.waiters[key] = gone
+        try:
+            yield gone
+        finally:
+            self.waiters.pop(key, None)
+
+    def _fail(self, before: int, error: Unavailable) -> None:
+        for key, gone in list(self.waiters.items()):
+            if key < before and not gone.done():
+                gone.set_result(error)
+
+    async def _run(self) -> None:
+        try:
+            while self.waiters:
+                await asyncio.sleep(WATCH_EVERY_SECONDS)
+                # Only calls already waiting when the probe is sent can have gone to a replica now dead.
+                before = next(self._order)
+                if not self.client._connected():
+                    self._fail(before, _nats_unreachable())
+                    continue
+                try:
+                    await self.client.ping(self.service, timeout=1.0)
+                except NoRespondersError:
+                    log.warning("service_gone_while_called", service=self.service.value,
+                                waiting=len(self.waiters))
+                    self._fail(before, Unavailable(
+                        f"the {self.service.value} service stopped before answering",
+                        hint="retry: repeating the call is harmless (an identical repeat returns the first outcome)"))
+                except Exception:  # noqa: BLE001 - busy or slow is not gone: keep waiting
+                    pass
+        finally:
+            self.finished = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,9 @@ from shared.subjects import Service, Subjects
 log = get_logger(__name__)
 
 BACKGROUND_STOP_SECONDS = 10.0
+JOB_RESTART_FIRST_SECONDS = 0.5
+JOB_RESTART_MAX_SECONDS = 30.0
+JOB_HEALTHY_SECONDS = 60.0  # a job that ran this long before failing restarts at the first delay again
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ async def run_service(
     db = Database.from_url(
         settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name=f"threadline-{service}"
     )
-    broker = create_broker(settings.resolved_nats_url(), name=f"threadline-{service}")
+    broker = create_broker(settings, role=service.value, name=f"threadline-{service}")
     subjects = Subjects(settings.nats_prefix)
     ctx = ServiceContext(service, settings, db, subjects, ServiceClient(broker, subjects, settings.request_timeout))
     broker.include_router(build_router(ctx))
@@ -94,14 +98,11 @@ async def run_service(
             loop.add_signal_handler(sig, stop.set)
 
     await broker.start()
-    tasks = [asyncio.create_task(job(ctx), name=getattr(job, "__name__", "background")) for job in background or []]
+    tasks = [asyncio.create_task(keep_running(job, ctx, stop), name=getattr(job, "__name__", "background"))
+             for job in background or []]
     log.info("service_started", queue=ctx.queue)
     try:
-        waiter = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task is not waiter and task.exception() is not None:
-                log.error("background_task_failed", task=task.get_name(), exc_info=task.exception())
+        await stop.wait()
     finally:
         log.info("service_stopping")
         for task in tasks:
@@ -113,3 +114,24 @@ async def run_service(
         await broker.stop()
         await db.dispose()
         log.info("service_stopped")
+
+
+async def keep_running(job: Background, ctx: ServiceContext, stop: asyncio.Event) -> None:
+    """Run a background job for the life of the service: when it fails or ends, log it and start it again
+    after a pause that doubles up to JOB_RESTART_MAX_SECONDS. A job never takes its service down."""
+    name = getattr(job, "__name__", "background")
+    failures = 0
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            await job(ctx)
+            log.warning("background_job_ended", job=name)
+        except Exception as error:  # noqa: BLE001 - logged; the job starts again
+            log.error("background_job_failed", job=name, exc_info=error)
+        failures = 1 if time.monotonic() - started >= JOB_HEALTHY_SECONDS else failures + 1
+        delay = min(JOB_RESTART_MAX_SECONDS, JOB_RESTART_FIRST_SECONDS * 2 ** (failures - 1))
+        log.info("background_job_restarting", job=name, restart_in=delay, failures=failures)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+        except TimeoutError:
+            continue

@@ -22,6 +22,12 @@ class Settings(BaseSettings):
 
     database_url: str | None = None
     nats_url: str | None = None
+    # An external NATS's authentication (the embedded one's users live in the data dir): a credentials
+    # file (JWT + NKey seed), or a user and password; a CA to trust for its TLS certificate.
+    nats_creds: Path | None = None
+    nats_user: str | None = None
+    nats_password: SecretStr | None = None
+    nats_tls_ca: Path | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 8700
     data_dir: Path = Path(".threadline")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 
-import nats
 from sqlalchemy import func, select
 
 from shared.db.tables import outbox
 from shared.settings import Settings
+from tests.support import connect_nats
 
 
 async def stream_events(settings: Settings) -> list[dict]:
     """Every event in the deployment's stream, in stream order, with its sequence and headers."""
-    connection = await nats.connect(settings.resolved_nats_url())
+    connection = await connect_nats(settings)
     try:
         js = connection.jetstream()
         total = (await js.stream_info(settings.stream_name)).state.messages
@@ -46,7 +46,7 @@ async def wait_until_published(db, timeout: float = 60) -> None:  # noqa: ANN001
 
 async def wait_until_projected(settings: Settings, timeout: float = 60) -> None:
     """Until the projection's durable consumer has acknowledged every event in the stream."""
-    connection = await nats.connect(settings.resolved_nats_url())
+    connection = await connect_nats(settings)
     try:
         js = connection.jetstream()
         deadline = asyncio.get_running_loop().time() + timeout

@@ -27,6 +27,7 @@ from services.registry import app_module
 from shared.bootstrap import prepare
 from shared.db.session import Database
 from shared.messaging import ServiceClient, create_broker
+from shared.nats_auth import OPERATOR, nats_options
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Subjects
@@ -35,6 +36,16 @@ from shared.subjects import BACKEND_SERVICES, Subjects
 TEST_NATS_URL = os.environ.get("THREADLINE_TEST_NATS_URL", "nats://127.0.0.1:4222")
 TEST_DATABASE_URL = os.environ.get("THREADLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
+
+
+async def connect_nats(settings: Settings, role: str = OPERATOR, **extra: Any) -> nats.NATS:
+    """A raw nats-py connection to the deployment, as `role` (the operator: it may read and provision)."""
+    return await nats.connect(**nats_options(settings, role, name=f"threadline-tests-{role}").client(), **extra)
+
+
+def _server_settings(url: str) -> Settings:
+    """Settings that name only a NATS server (probing and cleaning up the machine's server)."""
+    return Settings(nats_url=url, data_dir=Path(tempfile.gettempdir()) / "threadline-no-data-dir")
 
 
 def _reachable(url: str, default_port: int) -> bool:
@@ -94,7 +105,8 @@ class Servers:
             await connection.close()
 
     async def delete_stream(self, settings: Settings) -> None:
-        connection = await nats.connect(self.nats_url)
+        connection = await connect_nats(_server_settings(self.nats_url).model_copy(
+            update={"data_dir": settings.data_dir}))
         try:
             await connection.jetstream().delete_stream(settings.stream_name)
         except Exception:  # noqa: BLE001 - already gone
@@ -105,7 +117,8 @@ class Servers:
 
 async def _nats_has_jetstream(url: str) -> bool:
     try:
-        connection = await nats.connect(url, connect_timeout=1, max_reconnect_attempts=0, allow_reconnect=False)
+        connection = await connect_nats(_server_settings(url), connect_timeout=1, max_reconnect_attempts=0,
+                                        allow_reconnect=False)
     except Exception:  # noqa: BLE001
         return False
     try:
@@ -188,7 +201,7 @@ class Stack:
                     name=f"service-{service.value}",
                 )
             )
-        self.broker = create_broker(self.settings.resolved_nats_url(), name="threadline-tests")
+        self.broker = create_broker(self.settings, role=OPERATOR, name="threadline-tests")
         await self.broker.connect()
         self.client = ServiceClient(self.broker, Subjects(self.settings.nats_prefix), 10.0)
         for service in services:

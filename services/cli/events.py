@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -47,7 +48,7 @@ async def tail(
 ) -> int:
     """Print events until interrupted (or `count` events, or `idle_timeout` seconds without one)."""
     subjects = Subjects(settings.nats_prefix)
-    connection = await nats.connect(settings.resolved_nats_url(), name="threadline-events-tail")
+    connection = await nats.connect(**nats_options(settings, OPERATOR, name="threadline-events-tail").client())
     printed = 0
     try:
         subscription = await connection.jetstream().subscribe(

@@ -10,6 +10,7 @@ from services.gateway.auth import TokenStore
 from shared.contracts import Actor, CreateCase
 from shared.db.session import Database
 from shared.messaging import ServiceClient, create_broker
+from shared.nats_auth import OPERATOR as OPERATOR_ROLE
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
 
@@ -57,7 +58,7 @@ async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str
 
 async def command(settings: Settings, name: Command, message: Any, timeout: float | None = None) -> Any:
     """Send one command to the running services over NATS."""
-    broker = create_broker(settings.resolved_nats_url(), name="threadline-cli")
+    broker = create_broker(settings, role=OPERATOR_ROLE, name="threadline-cli")
     await broker.connect()
     try:
         client = ServiceClient(broker, Subjects(settings.nats_prefix), timeout or settings.request_timeout)

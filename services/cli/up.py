@@ -2,7 +2,9 @@
 
 Starts embedded NATS and PostgreSQL unless URLs are configured, migrates, starts every service as
 its own process, waits until each answers, prints where everything is, and on SIGINT/SIGTERM stops
-the children and the embedded servers in order. A child that dies is restarted.
+the children and the embedded servers in order. Every child is supervised, the embedded servers
+included: one that dies is restarted on the same port and data, after a pause that doubles with each
+death and starts small again once the child has run a healthy minute.
 """
 
 from __future__ import annotations
@@ -15,19 +17,20 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, die_with_parent
 from shared.bootstrap import prepare
 from shared.errors import ThreadlineError
 from shared.logging import get_logger
 from shared.messaging import ServiceClient, create_broker
+from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, user_url
 from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings, child_environment
 from shared.subjects import BACKEND_SERVICES, Service, Subjects
 
@@ -38,6 +41,9 @@ T = TypeVar("T")
 START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
 STOP_GRACE_SECONDS = 12.0
 LOCK_FILE = "up.lock"
+RESTART_FIRST_SECONDS = 0.5
+RESTART_MAX_SECONDS = 30.0
+HEALTHY_SECONDS = 60.0  # a child that ran this long before dying restarts at the first pause again
 
 
 class StartupError(RuntimeError):
@@ -52,7 +58,25 @@ class Interrupted(Exception):
 class Child:
     service: Service
     process: asyncio.subprocess.Process | None = None
-    restarts: int = 0
+
+
+@dataclass
+class Supervised:
+    """One thing `up` keeps running: how to start it, how to wait for its end, and its restart record."""
+
+    name: str
+    start: Callable[[], Awaitable[Any]]
+    wait: Callable[[], Awaitable[int | None]]
+    pid: Callable[[], int | None]
+    deaths: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+    def next_pause(self, now: float) -> float:
+        """The pause before the next restart: doubles with each death, reset by a healthy minute."""
+        if now - self.started_at >= HEALTHY_SECONDS:
+            self.deaths = 0
+        self.deaths += 1
+        return min(RESTART_MAX_SECONDS, RESTART_FIRST_SECONDS * 2 ** (self.deaths - 1))
 
 
 class Supervisor:
@@ -60,12 +84,14 @@ class Supervisor:
         self.settings = settings
         self.data_dir = data_dir.resolve()
         self.demo = demo
-        self.nats = EmbeddedNats(self.data_dir / "nats")
+        self.nats = EmbeddedNats(self.data_dir / "nats", settings.model_copy(update={"data_dir": self.data_dir}))
         self.postgres = EmbeddedPostgres(self.data_dir / "postgres")
         self.children: dict[Service, Child] = {s: Child(s) for s in START_ORDER}
         self.stopping = asyncio.Event()
         self.env: dict[str, str] = {}
+        self.runtime: dict[str, Any] = {}
         self.runtime_written = False
+        self.supervised: list[Supervised] = []
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -91,7 +117,7 @@ class Supervisor:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_data_dir()
         self._check_port_free()
-        nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self.nats.start())
+        nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self._start_nats())
         self._checkpoint()
         database_url = self.settings.database_url or await _starting("start the embedded PostgreSQL",
                                                                      self.postgres.start())
@@ -116,13 +142,14 @@ class Supervisor:
                 "THREADLINE_NATS_PREFIX": settings.nats_prefix,
             }
         )
-        self._write_runtime({"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url,
-                             "pid": os.getpid()})
+        self.runtime = {"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url, "pid": os.getpid(),
+                        "services": {}}
         for service in START_ORDER:
             await self._spawn(self.children[service])
+        self._write_runtime()
         await self._wait_ready(http_url)
         self._checkpoint()
-        credentials, first_start = await self._credentials()
+        credentials, first_start = await self._credentials(nats_url)
         if self.demo:
             from services.cli.demo import load_demo
 
@@ -143,6 +170,12 @@ class Supervisor:
         self._lock.truncate(0)
         self._lock.write(str(os.getpid()))
         self._lock.flush()
+
+    async def _start_nats(self) -> str:
+        try:
+            return await self.nats.start()
+        except PortTaken as taken:
+            raise StartupError(str(taken)) from None
 
     def _check_port_free(self) -> None:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -169,10 +202,11 @@ class Supervisor:
             preexec_fn=die_with_parent,
         )
         log_file.close()
+        self.runtime.setdefault("services", {})[child.service.value] = {"pid": child.process.pid}
 
     async def _wait_ready(self, http_url: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        broker = create_broker(self.settings.resolved_nats_url(), name="threadline-up")
+        broker = create_broker(self.settings, role=OPERATOR, name="threadline-up")
         await broker.connect()
         client = ServiceClient(broker, Subjects(self.settings.nats_prefix), 2.0)
         try:
@@ -214,17 +248,32 @@ class Supervisor:
                     f"{self.data_dir / 'logs' / (child.service.value + '.log')}"
                 )
 
-    async def _credentials(self) -> tuple[dict[str, str], bool]:
+    async def _credentials(self, nats_url: str) -> tuple[dict[str, str], bool]:
         path = self.data_dir / CREDENTIALS_FILE
-        if path.exists():
-            return json.loads(path.read_text()), False
-        from services.cli.operations import issue_first_credentials
+        first_start = not path.exists()
+        if first_start:
+            from services.cli.operations import issue_first_credentials
 
-        credentials = await issue_first_credentials(self.settings, demo=self.demo)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(credentials, out, indent=2)
-        return credentials, True
+            credentials = await issue_first_credentials(self.settings, demo=self.demo)
+        else:
+            credentials = json.loads(path.read_text())
+        subscriber = self._subscriber_url(nats_url)
+        if first_start or credentials.get("subscriberNatsUrl") != subscriber:
+            if subscriber is None:
+                credentials.pop("subscriberNatsUrl", None)
+            else:
+                credentials["subscriberNatsUrl"] = subscriber
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(credentials, out, indent=2)
+        return credentials, first_start
+
+    def _subscriber_url(self, nats_url: str) -> str | None:
+        """The embedded NATS's URL with the subscriber's credentials (an external NATS has its own)."""
+        if self.nats.process is None:
+            return None
+        passwords = json.loads((self.data_dir / USERS_FILE).read_text())["passwords"]
+        return user_url(nats_url, SUBSCRIBER, passwords[SUBSCRIBER])
 
     def _announce(self, http_url: str, nats_url: str, database_url: str, credentials: dict[str, str],
                   first_start: bool, elapsed: float) -> None:
@@ -236,7 +285,8 @@ class Supervisor:
             f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
             f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
             f"  Events (AsyncAPI)      {http_url}/docs/asyncapi",
-            f"  NATS                   {redacted(nats_url)}   events stream {self.settings.stream_name}",
+            f"  NATS                   {redacted(nats_url)}   events stream {self.settings.stream_name}"
+            + ("   (credentials required: subscriberNatsUrl in credentials.json)" if self.nats.process else ""),
             f"  PostgreSQL             {redacted(database_url)}",
             f"  Data dir               {self.data_dir}   (logs in {self.data_dir / 'logs'})",
         ]
@@ -254,25 +304,53 @@ class Supervisor:
         print("\n".join(lines), flush=True)
 
     async def _watch(self) -> None:
-        """Until asked to stop: restart any child that dies, with a growing pause."""
+        """Until asked to stop: keep every child running, each in its own task (one slow restart delays
+        no other)."""
+        if self.nats.process is not None:
+            self.supervised.append(Supervised("nats-server", self.nats.start, self.nats.wait, lambda: self.nats.pid))
+        if self.postgres.server is not None:
+            self.supervised.append(Supervised("postgres", self.postgres.start, self.postgres.wait,
+                                              lambda: self.postgres.pid))
+        for child in self.children.values():
+            self.supervised.append(Supervised(child.service.value, lambda c=child: self._spawn(c),
+                                              lambda c=child: c.process.wait(), lambda c=child: c.process.pid))
+        tasks = [asyncio.create_task(self._supervise(s), name=f"supervise-{s.name}") for s in self.supervised]
+        try:
+            await self.stopping.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _supervise(self, child: Supervised) -> None:
         while not self.stopping.is_set():
-            for child in self.children.values():
-                if child.process is not None and child.process.returncode is not None:
-                    child.restarts += 1
-                    delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
-                    log.warning("service_died", service=child.service.value, code=child.process.returncode,
-                                restart_in=delay)
-                    print(f"{child.service.value} exited (code {child.process.returncode}); restarting in "
-                          f"{delay:.1f}s", file=sys.stderr, flush=True)
-                    try:
-                        await asyncio.wait_for(self.stopping.wait(), timeout=delay)
-                        return
-                    except TimeoutError:
-                        await self._spawn(child)
-            try:
-                await asyncio.wait_for(self.stopping.wait(), timeout=0.5)
-            except TimeoutError:
-                pass
+            code = await child.wait()
+            if self.stopping.is_set():
+                return
+            pause = child.next_pause(time.monotonic())
+            log.warning("child_died", child=child.name, pid=child.pid(), code=code, deaths=child.deaths,
+                        restart_in=pause)
+            print(f"{child.name} exited (code {code}); restarting in {pause:.1f}s", file=sys.stderr, flush=True)
+            while not await self._pause(pause):
+                try:
+                    await child.start()
+                except Exception as error:  # noqa: BLE001 - logged; tried again after a longer pause
+                    pause = child.next_pause(time.monotonic())
+                    log.error("child_restart_failed", child=child.name, error=f"{type(error).__name__}: {error}",
+                              restart_in=pause)
+                    continue
+                child.started_at = time.monotonic()
+                log.info("child_restarted", child=child.name, pid=child.pid(), deaths=child.deaths)
+                self._write_runtime()
+                break
+
+    async def _pause(self, seconds: float) -> bool:
+        """Sleep; True when asked to stop meanwhile."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), timeout=seconds)
+            return True
+        except TimeoutError:
+            return False
 
     async def _stop(self) -> None:
         print("Stopping Threadline…", flush=True)
@@ -297,12 +375,13 @@ class Supervisor:
                 process.kill()
                 await process.wait()
 
-    def _write_runtime(self, runtime: dict[str, Any]) -> None:
+    def _write_runtime(self) -> None:
+        """Replace runtime.json at once (readers never see half a file); it lists every service's pid."""
         path = self.data_dir / RUNTIME_FILE
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # URLs may carry a password
         with os.fdopen(fd, "w") as out:
-            json.dump(runtime, out, indent=2)
+            json.dump(self.runtime, out, indent=2)
         tmp.replace(path)
         self.runtime_written = True
 

@@ -38,6 +38,8 @@ from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
+from shared.nats_auth import GATEWAY
+from shared.outage import outage
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -61,7 +63,7 @@ class Gateway:
         db = Database.from_url(
             settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway"
         )
-        broker = create_broker(settings.resolved_nats_url(), name="threadline-gateway")
+        broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
         return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds))
 
@@ -133,8 +135,12 @@ class McpEndpoint:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             principal: Principal = await self.tokens_of(scope).authenticate(headers.get("authorization"))
-        except ThreadlineError as error:
-            await http_error(error, scope.get(CORRELATION_SCOPE_KEY))(scope, receive, send)
+        except Exception as error:  # noqa: BLE001 - every failure is an HTTP answer, never a dropped connection
+            refusal = error if isinstance(error, ThreadlineError) else outage(error)
+            if refusal is None:
+                log.error("authentication_failed", exc_info=error)
+                refusal = InternalError("the gateway failed to check the token; it has been logged")
+            await http_error(refusal, scope.get(CORRELATION_SCOPE_KEY))(scope, receive, send)
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.manager_of(scope).handle_request(scope, receive, send)
@@ -192,6 +198,9 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, error: Exception) -> Response:
+        if (unavailable := outage(error)) is not None:
+            log.warning("request_unavailable", reason=unavailable.message, error=repr(error))
+            return await on_error(request, unavailable)
         log.error("request_failed", exc_info=error)
         failed = InternalError("the gateway failed to handle the request; it has been logged")
         if request.url.path.startswith("/ui"):

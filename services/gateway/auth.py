@@ -16,6 +16,7 @@ from shared.contracts import Actor
 from shared.db.session import Database
 from shared.db.tables import agents, api_tokens, cases
 from shared.errors import Forbidden, InvalidArgument, NotFound, Unauthenticated
+from shared.outage import outage
 
 ROLES = ("agent", "reviewer", "admin")
 TOKEN_PREFIX = "tl_"
@@ -76,14 +77,19 @@ class TokenStore:
         if cached is not None and now - cached[0] < self.cache_seconds:
             principal = cached[1]
         else:
-            async with self.db.engine.connect() as connection:
-                row = (
-                    await connection.execute(
-                        select(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.role).where(
-                            api_tokens.c.token_hash == key, api_tokens.c.revoked_at.is_(None)
+            try:
+                async with self.db.engine.connect() as connection:
+                    row = (
+                        await connection.execute(
+                            select(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.role).where(
+                                api_tokens.c.token_hash == key, api_tokens.c.revoked_at.is_(None)
+                            )
                         )
-                    )
-                ).first()
+                    ).first()
+            except Exception as error:
+                if (unavailable := outage(error)) is not None:
+                    raise unavailable from error
+                raise
             principal = Principal(row.token_id, row.name, row.role) if row else None
             if len(self._cache) > 10_000:
                 self._cache.clear()

@@ -27,6 +27,7 @@ from shared.errors import (
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.outage import outage
 from shared.spec import ArgumentError, validate_arguments
 
 log = get_logger(__name__)
@@ -64,6 +65,10 @@ def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, ve
                 log.info("tool_refused", code=error.code, field=error.field)
                 return tool_error(error)
             except Exception as error:  # noqa: BLE001 - an agent must get a result, never a crash
+                if (unavailable := outage(error)) is not None:
+                    outcome = unavailable.code
+                    log.warning("tool_unavailable", reason=unavailable.message, error=repr(error))
+                    return tool_error(unavailable)
                 outcome = "internal"
                 log.error("tool_failed", exc_info=error)
                 return tool_error(InternalError("the gateway failed to handle the call; it has been logged"))

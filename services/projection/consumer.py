@@ -18,6 +18,7 @@ from nats.js.errors import NotFoundError
 
 from services.projection import use_cases
 from shared.logging import bound, get_logger
+from shared.nats_auth import nats_options
 from shared.service import ServiceContext
 from shared.streams import PROJECTION_CONSUMER
 
@@ -30,8 +31,8 @@ MAX_RETRY_DELAY_SECONDS = 60.0
 
 async def consume(ctx: ServiceContext) -> None:
     """Background job of the projection service."""
-    connection = await nats.connect(ctx.settings.resolved_nats_url(), name="threadline-projection-consumer",
-                                    max_reconnect_attempts=-1)
+    options = nats_options(ctx.settings, ctx.service.value, name="threadline-projection-consumer")
+    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
     try:
         js = connection.jetstream()
         while True:

@@ -21,7 +21,9 @@ from nats.js import JetStreamContext
 
 from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
+from shared.nats_auth import nats_options
 from shared.settings import Settings
+from shared.subjects import Service
 
 log = get_logger(__name__)
 
@@ -54,8 +56,8 @@ class OutboxRelay:
                 if await _sleep_unless(stop, self.settings.relay_poll_interval):
                     return
             log.info("relay_leading")
-            nc = await nats.connect(self.settings.resolved_nats_url(), name="threadline-relay",
-                                    max_reconnect_attempts=-1)
+            nc = await nats.connect(**nats_options(self.settings, Service.RELAY.value, name="threadline-relay").client(),
+                                    max_reconnect_attempts=-1, reconnect_time_wait=1)
             js = nc.jetstream(timeout=5.0)
             wake = asyncio.Event()
             await db.add_listener(CHANNEL, lambda *_: wake.set())

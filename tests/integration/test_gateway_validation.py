@@ -17,6 +17,8 @@ from services.gateway.tools import COMMAND_OF_TOOL
 from shared.contracts import command_requests
 from shared.errors import InvalidArgument
 from shared.messaging import ServiceClient, create_broker
+from shared.nats_auth import OPERATOR
+from shared.settings import Settings
 from shared.spec import NUL_HINT, ArgumentError, all_tools, validate_arguments
 from shared.subjects import Subjects
 from tests.schema_strategies import paths, valid
@@ -114,7 +116,8 @@ def _fields_reported_for(schema: dict[str, Any], how: str, location: tuple, valu
 async def spy(servers):
     """A real NATS connection: a client for the gateway path, and a recorder of every command sent."""
     prefix = "tprop"
-    broker = create_broker(servers.nats_url, name="validation-spy")
+    broker = create_broker(Settings(nats_url=servers.nats_url, nats_prefix=prefix), role=OPERATOR,
+                           name="validation-spy")
     received: list[str] = []
 
     @broker.subscriber(f"{prefix}.cmd.>")

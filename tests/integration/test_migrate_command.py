@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import asyncpg
-import nats
 from nats.js.errors import NotFoundError
 
 from shared.db.session import asyncpg_dsn
+from shared.settings import Settings
 from shared.streams import PROJECTION_CONSUMER
+from tests.support import connect_nats
 
 THREADLINE = Path(sys.executable).parent / "threadline"
 
@@ -47,7 +48,7 @@ async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_i
         assert f"event stream {stream} provisioned" in both.stdout
         again = await asyncio.to_thread(migrate, {**env, "THREADLINE_NATS_URL": servers.nats_url})
         assert again.returncode == 0, again.stderr  # idempotent
-        client = await nats.connect(servers.nats_url)
+        client = await connect_nats(Settings(nats_url=servers.nats_url, nats_prefix=prefix))
         try:
             js = client.jetstream()
             assert (await js.stream_info(stream)).config.subjects == [f"{prefix}.events.>"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import nats
 from sqlalchemy import text
 
 from services.projection import repository as projection
@@ -13,6 +12,7 @@ from shared.service import ServiceContext
 from shared.subjects import Service, Subjects
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
+from tests.support import connect_nats
 
 
 async def view_revision(stack, case_id: str) -> int | None:
@@ -42,7 +42,7 @@ async def test_a_failing_event_is_redelivered_until_it_applies_then_never_again(
         await wait_until_published(stack.db)
         await asyncio.sleep(2.5)  # long enough for a first attempt and a redelivery
         assert await view_revision(stack, case_id) == 0
-        connection = await nats.connect(stack.settings.resolved_nats_url())
+        connection = await connect_nats(stack.settings)
         try:
             info = await connection.jetstream().consumer_info(stack.settings.stream_name, "projection")
             assert info.num_ack_pending + info.num_redelivered >= 1
@@ -69,7 +69,7 @@ async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_stil
     stack = await Stack(settings).start()
     try:
         case_id = await new_case(stack)
-        connection = await nats.connect(settings.resolved_nats_url())
+        connection = await connect_nats(settings)
         try:
             js = connection.jetstream()
             subjects = Subjects(settings.nats_prefix)

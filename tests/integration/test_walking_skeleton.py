@@ -9,11 +9,12 @@ import nats
 import pytest
 
 from tests.factories import new_case, source_item
+from tests.support import connect_nats
 
 
 async def next_events(settings, subject_filter: str, count: int, timeout: float = 10.0) -> list[dict]:
     """Read `count` events from the start of the stream that match the filter."""
-    connection = await nats.connect(settings.resolved_nats_url())
+    connection = await connect_nats(settings)
     try:
         js = connection.jetstream()
         subscription = await js.subscribe(subject_filter, ordered_consumer=True)

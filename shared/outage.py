@@ -1,0 +1,71 @@
+"""Recognises "cannot reach PostgreSQL or NATS" in any exception, so every edge answers `unavailable`."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import asyncpg
+import nats.errors
+from sqlalchemy import exc as sa_exc
+
+from shared.errors import Unavailable
+
+DATABASE_HINT = "retry shortly: PostgreSQL is unreachable or restarting; nothing was changed unless a retry says so"
+NATS_HINT = "retry shortly: the services reconnect on their own once NATS is back"
+
+# asyncpg's errors for a server that is gone, restarting or refusing connections for now.
+_DATABASE_GONE = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.CannotConnectNowError,  # starting up, shutting down, in recovery
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.InterfaceError,  # includes "connection is closed"
+)
+_NATS_GONE = (
+    nats.errors.ConnectionClosedError,
+    nats.errors.NoServersError,
+    nats.errors.StaleConnectionError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.ConnectionDrainingError,
+)
+
+# A socket that cannot connect; ENOENT is a PostgreSQL unix socket that is not there while it restarts.
+_UNREACHABLE = {errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT,
+                errno.EPIPE, errno.ENOENT}
+
+
+def outage(error: BaseException) -> Unavailable | None:
+    """The `unavailable` error a caller should get when `error` means a server cannot be reached, else None."""
+    for cause in _chain(error):
+        if isinstance(cause, Unavailable):
+            return cause
+        if isinstance(cause, _NATS_GONE):
+            return Unavailable("the message bus (NATS) is unreachable", hint=NATS_HINT)
+        if isinstance(cause, _DATABASE_GONE) or _disconnect(cause):
+            return Unavailable("the database is unreachable", hint=DATABASE_HINT)
+        if isinstance(cause, sa_exc.TimeoutError):  # no pooled connection came free in time
+            return Unavailable("the database is overloaded", hint="retry shortly")
+        if isinstance(cause, (ConnectionError, TimeoutError, socket.gaierror)) or (
+                isinstance(cause, OSError) and cause.errno in _UNREACHABLE):
+            return Unavailable("a server the call needs is unreachable", hint=DATABASE_HINT)
+    return None
+
+
+def _disconnect(error: BaseException) -> bool:
+    return isinstance(error, sa_exc.DBAPIError) and bool(error.connection_invalidated)
+
+
+def _chain(error: BaseException):  # noqa: ANN202 - a generator of the error and its causes
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)  # SQLAlchemy wraps the driver's error
+        if isinstance(orig, BaseException):
+            yield orig
+        current = current.__cause__ or current.__context__
