@@ -28,6 +28,7 @@ from services.gateway import http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.errors import http_error, invalid_argument
 from services.gateway.mcp_server import (
+    AUTH_OUTAGE_SCOPE_KEY,
     CORRELATION_SCOPE_KEY,
     PRINCIPAL_SCOPE_KEY,
     build_server,
@@ -35,7 +36,7 @@ from services.gateway.mcp_server import (
 )
 from shared import asyncapi, version
 from shared.db.session import Database
-from shared.errors import InternalError, ThreadlineError, Unauthenticated
+from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unavailable
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
 from shared.nats_auth import GATEWAY
@@ -140,7 +141,13 @@ class McpEndpoint:
             if refusal is None:
                 log.error("authentication_failed", exc_info=error)
                 refusal = InternalError("the gateway failed to check the token; it has been logged")
-            await http_error(refusal, scope.get(CORRELATION_SCOPE_KEY))(scope, receive, send)
+            if refusal.code != Unavailable.code:
+                await http_error(refusal, scope.get(CORRELATION_SCOPE_KEY))(scope, receive, send)
+                return
+            # The token could not be checked (an outage): a tool call then gets a tool error with the retry
+            # hint, which an agent reads, instead of a bare HTTP 503 its MCP client reports as "an error".
+            scope[AUTH_OUTAGE_SCOPE_KEY] = refusal
+            await self.manager_of(scope).handle_request(scope, receive, send)
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.manager_of(scope).handle_request(scope, receive, send)

@@ -34,6 +34,7 @@ log = get_logger(__name__)
 
 PRINCIPAL_SCOPE_KEY = "threadline.principal"
 CORRELATION_SCOPE_KEY = "threadline.correlation_id"
+AUTH_OUTAGE_SCOPE_KEY = "threadline.auth_outage"  # the token could not be checked: why (an Unavailable)
 
 PrincipalResolver = Callable[[Any], Awaitable[Principal]]
 
@@ -41,6 +42,8 @@ PrincipalResolver = Callable[[Any], Awaitable[Principal]]
 def principal_from_http(ctx: Any) -> Principal:
     request = ctx.request
     principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
+    if principal is None and request is not None and request.scope.get(AUTH_OUTAGE_SCOPE_KEY) is not None:
+        raise request.scope[AUTH_OUTAGE_SCOPE_KEY]
     if principal is None:
         raise Unauthenticated("the call carries no authenticated identity", hint="send a bearer token")
     return principal

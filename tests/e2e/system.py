@@ -53,6 +53,14 @@ class RunningSystem:
             found += [postmaster, *postmaster.children(recursive=True)]
         return found
 
+    def pid_of(self, child: str) -> int:
+        """The pid of one supervised child: a service, `nats-server` or `postgres` (the postmaster)."""
+        if child == "postgres":
+            return int((self.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+        if child == "nats-server":
+            return next(p.pid for p in psutil.Process(self.process.pid).children() if p.name() == "nats-server")
+        return self.runtime["services"][child]["pid"]
+
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         self.process.send_signal(sig)
         code = self.process.wait(timeout=timeout)

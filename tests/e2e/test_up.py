@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import time
+from urllib.parse import urlsplit
 
 import httpx2
 import nats
@@ -54,6 +55,17 @@ def test_first_start_prints_urls_and_writes_private_credentials(system, data_dir
     assert set(system.runtime) >= {"httpUrl", "natsUrl", "databaseUrl"}
     assert "?host=" in system.runtime["databaseUrl"], "no URL was configured, so PostgreSQL must be embedded"
     assert system.runtime["natsUrl"] != "nats://127.0.0.1:4222", "the embedded NATS must take a free port"
+    subscriber = urlsplit(credentials["subscriberNatsUrl"])
+    assert subscriber.username == "subscriber" and subscriber.password
+    assert f"{subscriber.hostname}:{subscriber.port}" == system.runtime["natsUrl"].removeprefix("nats://")
+    assert "@" not in system.runtime["natsUrl"], "runtime.json names the server, never a password"
+    assert stat.S_IMODE(os.stat(data_dir / "nats" / "users.json").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(data_dir / "nats" / "server.conf").st_mode) == 0o600
+
+
+async def test_the_embedded_nats_refuses_a_connection_without_credentials(system):
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await nats.connect(system.runtime["natsUrl"], allow_reconnect=False, max_reconnect_attempts=0)
 
 
 async def test_tools_list_serves_the_nine_spec_tools_with_their_exact_schemas(system):
@@ -122,7 +134,7 @@ async def test_one_real_path_through_every_service(system):
             assert '"event": "command_handled"' in logs and '"service": "thesis-delta"' in logs
             assert operation["commitToken"] not in logs, "a commit token was logged"
 
-    connection = await nats.connect(system.runtime["natsUrl"])
+    connection = await nats.connect(credentials["subscriberNatsUrl"])  # what a downstream system is given
     try:
         subscription = await connection.jetstream().subscribe("threadline.events.case.skeleton.ledger.changed",
                                                                ordered_consumer=True)
@@ -133,6 +145,38 @@ async def test_one_real_path_through_every_service(system):
         assert message.headers["Nats-Msg-Id"] == event["id"]
     finally:
         await connection.close()
+
+
+async def test_with_the_subscriber_credentials_a_forged_decision_has_no_effect(system):
+    credentials = system.credentials
+    http, client = mcp_client(system, credentials["agent"])
+    async with http, client:
+        revision = (await client.call_tool("get_workspace", {})).structured_content["workspaceRevision"]
+        staged = (await client.call_tool("stage_sources", {"expectedCaseId": "skeleton", "expectedRevision": revision,
+                                                           "sources": [source_item("forged-target")]}))
+    proposal_id = staged.structured_content["proposalId"]
+    errors: list[str] = []
+
+    async def record(error: Exception) -> None:
+        errors.append(str(error))
+
+    connection = await nats.connect(credentials["subscriberNatsUrl"], error_cb=record, allow_reconnect=False)
+    try:
+        forged = {"actor": {"name": "mallory", "role": "reviewer"}, "proposalId": proposal_id,
+                  "accept": ["forged-target"], "expectedRevision": revision}
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await connection.request("threadline.cmd.review.decide", json.dumps(forged).encode(), timeout=2)
+        for _ in range(50):
+            if errors:
+                break
+            await asyncio.sleep(0.05)
+        assert any("permissions violation" in e.lower() for e in errors), errors
+    finally:
+        await connection.close()
+    async with httpx2.AsyncClient(base_url=system.http_url,
+                                  headers={"Authorization": f"Bearer {credentials['reviewer']}"}) as reviewer:
+        proposal = (await reviewer.get(f"/api/v1/proposals/{proposal_id}")).json()
+    assert proposal["status"] == "pending"
 
 
 async def test_a_bad_argument_is_a_tool_error_naming_the_field(system):
@@ -206,8 +250,8 @@ def test_a_second_up_on_the_same_data_dir_is_refused_and_leaves_the_first_runnin
     assert httpx2.get(f"{system.http_url}/readyz", timeout=10).status_code == 200
 
 
-async def stream_size(nats_url: str) -> int:
-    connection = await nats.connect(nats_url)
+async def stream_size(subscriber_url: str) -> int:
+    connection = await nats.connect(subscriber_url)
     try:
         return (await connection.jetstream().stream_info("THREADLINE_EVENTS")).state.messages
     finally:
@@ -217,7 +261,8 @@ async def stream_size(nats_url: str) -> int:
 def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, data_dir):
     processes = system.processes()
     assert len(processes) >= 7, [p.name() for p in processes]  # up, 5 services, nats-server, postgres
-    events_before = asyncio.run(stream_size(system.runtime["natsUrl"]))
+    nats_url, subscriber_url = system.runtime["natsUrl"], system.credentials["subscriberNatsUrl"]
+    events_before = asyncio.run(stream_size(subscriber_url))
     assert events_before >= 1
     assert system.stop(signal.SIGINT) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
@@ -234,12 +279,35 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
                 return (await client.call_tool("get_workspace", {})).structured_content["workspaceRevision"]
 
         assert asyncio.run(revision()) == 1
-        assert asyncio.run(stream_size(again.runtime["natsUrl"])) >= events_before  # the stream kept its events
+        # The same NATS URL and subscriber credentials: a downstream subscriber is not cut off by a restart.
+        assert again.runtime["natsUrl"] == nats_url and again.credentials["subscriberNatsUrl"] == subscriber_url
+        assert asyncio.run(stream_size(subscriber_url)) >= events_before  # the stream kept its events
         processes = again.processes()
     finally:
         assert again.stop(signal.SIGTERM) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
     assert not alive
+
+
+def test_a_kept_nats_port_held_by_a_stranger_is_refused_naming_the_holder(system, data_dir):
+    """After the system above stopped: its data dir keeps its NATS port, and says who took it."""
+    import socket
+
+    from tests.e2e.system import THREADLINE
+
+    assert system.process.poll() is not None
+    port = json.loads((data_dir / "nats" / "port.json").read_text())["port"]
+    with socket.socket() as stranger:
+        stranger.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        stranger.bind(("127.0.0.1", port))
+        stranger.listen()
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+        done = subprocess.run([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
+                              env={**environment, "THREADLINE_HTTP_PORT": str(free_port())}, capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"port {port}" in done.stderr and f"in use by pid {os.getpid()}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def leftovers(data_dir) -> list[psutil.Process]:
