@@ -1,0 +1,122 @@
+"""`up` heals itself: SIGKILL the embedded NATS, the embedded PostgreSQL or a service and nothing is done by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.system import RunningSystem, start_system
+from tests.factories import source_item
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory):
+    running = start_system(tmp_path_factory.mktemp("heals") / "data", demo=True)
+    yield running
+    if running.process.poll() is None:
+        running.stop()
+
+
+def api(system: RunningSystem) -> httpx2.Client:
+    return httpx2.Client(base_url=system.http_url, timeout=15,
+                         headers={"Authorization": f"Bearer {system.credentials['reviewer']}"})
+
+
+def wait_until(check, seconds: float, what: str):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if (outcome := check()) is not None:
+            return outcome
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not within {seconds}s")
+
+
+def kill(system: RunningSystem, child: str) -> tuple[int, float]:
+    pid = system.pid_of(child)
+    os.kill(pid, signal.SIGKILL)
+    return pid, time.monotonic()
+
+
+def ready(system: RunningSystem) -> bool:
+    try:
+        return httpx2.get(f"{system.http_url}/readyz", timeout=5).status_code == 200
+    except httpx2.HTTPError:
+        return False
+
+
+async def stage_one(system: RunningSystem, source_id: str) -> bool:
+    """One agent read and stage over MCP; False when a service could not answer (`unavailable`, nothing else)."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {system.credentials['agent']}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{system.http_url}/mcp", http_client=http)) as client:
+        workspace = await client.call_tool("get_workspace", {})
+        if not workspace.is_error:
+            read = workspace.structured_content
+            workspace = await client.call_tool("stage_sources", {"expectedCaseId": read["caseId"],
+                                                                 "expectedRevision": read["workspaceRevision"],
+                                                                 "sources": [source_item(source_id)]})
+    if workspace.is_error:
+        assert workspace.structured_content["error"]["code"] == "unavailable", workspace.content[0].text
+    return not workspace.is_error
+
+
+def test_a_killed_nats_server_is_back_within_30s_on_the_same_url(system):
+    before = system.runtime
+    subscriber_url = system.credentials["subscriberNatsUrl"]
+    old, killed = kill(system, "nats-server")
+
+    def back() -> float | None:
+        return time.monotonic() - killed if ready(system) and system.pid_of("nats-server") != old else None
+
+    seconds = wait_until(back, 30, "NATS and every service ready again")
+    print(f"\nnats-server SIGKILLed: ready again after {seconds:.1f}s")
+    assert system.runtime["natsUrl"] == before["natsUrl"]
+    assert system.credentials["subscriberNatsUrl"] == subscriber_url
+
+
+def test_while_postgresql_is_down_the_api_answers_503_unavailable_and_is_ready_again_within_30s(system):
+    _, killed = kill(system, "postgres")
+    answers: list[tuple[int, str]] = []
+    with api(system) as http:
+        def back() -> float | None:
+            response = http.get("/api/v1/cases")
+            answers.append((response.status_code, response.json().get("error", {}).get("code", "")))
+            return time.monotonic() - killed if response.status_code == 200 and ready(system) else None
+
+        seconds = wait_until(back, 30, "the API answering again")
+    refused = [a for a in answers if a[0] != 200]
+    print(f"\npostgres SIGKILLed: {len(refused)} refusal(s) meanwhile, ready again after {seconds:.1f}s")
+    assert refused, "the outage must have been seen"
+    assert set(refused) == {(503, "unavailable")}, answers
+
+
+async def test_staging_killed_twice_in_a_row_serves_again_within_20s(system):
+    for attempt in range(2):
+        old, killed = kill(system, "staging")
+        deadline = killed + 20
+        while True:
+            assert time.monotonic() < deadline, "staging did not serve again within 20 s"
+            if system.runtime["services"]["staging"]["pid"] != old and await stage_one(system, f"after-{attempt}"):
+                break
+            time.sleep(0.1)
+        print(f"\nstaging SIGKILLed ({attempt + 1}): serving again after {time.monotonic() - killed:.1f}s")
+
+
+def test_up_logged_each_death_and_restart_as_events(system):
+    log_path = system.data_dir.parent / f"{system.data_dir.name}-up.log"
+    events = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    died = [e["child"] for e in events if e["event"] == "child_died"]
+    restarted = [e["child"] for e in events if e["event"] == "child_restarted"]
+    assert {"nats-server", "postgres", "staging"} <= set(died), died
+    assert sorted(died) == sorted(restarted)
+    assert died.count("staging") == 2
+    first, second = [e for e in events if e["event"] == "child_died" and e["child"] == "staging"]
+    assert second["restart_in"] == 2 * first["restart_in"], "the pause doubles for a child that dies again soon"
