@@ -243,3 +243,14 @@ def _embedded_password(settings: Settings, role: str, url: str) -> str | None:
         return None
     known = json.loads(path.read_text())
     return known["passwords"].get(role) if known.get("url") == url else None
+
+
+def markdown_table(settings: Settings) -> str:
+    """The table as deploy/nats-permissions.md shows it (a test keeps the two the same)."""
+    lines = ["| role | publish | publish denied | subscribe | replies |", "| --- | --- | --- | --- | --- |"]
+    for role in roles():
+        granted = permissions(role, settings)
+        cell = lambda subjects: "<br>".join(f"`{s}`" for s in subjects) or "—"  # noqa: E731
+        lines.append(f"| `{role}` | {cell(granted.publish)} | {cell(granted.publish_deny)} | {cell(granted.subscribe)}"
+                     f" | {'allow_responses' if granted.allow_responses else '—'} |")
+    return "\n".join(lines)

@@ -2,9 +2,10 @@
 
 It keeps, per case, the last revision it applied (in a small JSON state file), so a redelivered event
 is recognised and skipped: JetStream delivers at least once, this makes the effect exactly once.
-Run it with the URL of the NATS server (`threadline up` prints it):
+Run it with a NATS URL carrying subscriber credentials (`subscriberNatsUrl` in the data dir's
+credentials.json, written by `threadline up`):
 
-    THREADLINE_NATS_URL=nats://127.0.0.1:4222 python docs/examples/subscriber.py --name my-dashboard
+    THREADLINE_NATS_URL=nats://subscriber:…@127.0.0.1:45495 python docs/examples/subscriber.py --name my-dashboard
 
 Stop it with Ctrl-C; start it again with the same --name and it continues where it stopped.
 """

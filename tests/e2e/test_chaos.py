@@ -248,9 +248,12 @@ async def test_killing_every_child_in_turn_loses_nothing_and_every_error_is_unav
         stored = {}
         revisions = {}
         for case_id in case_ids:
-            listed = (await http.get(f"/api/v1/cases/{case_id}/proposals?status=all")).json()["proposals"]
-            stored.update({p["proposalId"]: case_id for p in listed})
+            listed = (await http.get(f"/api/v1/cases/{case_id}/proposals?status=all&limit=500")).json()
+            stored.update({p["proposalId"]: case_id for p in listed["proposals"]})
             revisions[case_id] = (await http.get(f"/api/v1/cases/{case_id}")).json()["revision"]
+        for proposal_id in set(record.proposals) - set(stored):  # beyond one page
+            if (await http.get(f"/api/v1/proposals/{proposal_id}")).status_code == 200:
+                stored[proposal_id] = record.proposals[proposal_id]
     lost = set(record.proposals) - set(stored)
     assert not lost, f"{len(lost)} acknowledged proposal(s) lost"
     for case_id, revision in record.decisions:

@@ -194,3 +194,28 @@ def test_the_table_names_every_role_and_grants_no_wildcard_publish():
                        for s in granted.subscribe), service
     assert permissions(SUBSCRIBER, settings).publish_deny, "a subscriber must not touch a service's durable consumer"
     assert not any(s.startswith("threadline.cmd") for s in permissions(SUBSCRIBER, settings).publish)
+
+
+async def test_the_documented_example_subscriber_runs_with_subscriber_credentials(guarded, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from shared.nats_auth import user_url
+
+    settings = guarded.settings
+    case_id = f"example-{secrets.token_hex(3)}"
+    async with guarded.api("admin") as admin:
+        await admin.post("/api/v1/cases", json={"caseId": case_id, "title": "t", "question": "q"})
+        await admin.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("s1")]})
+    await wait_until_published(guarded.db)
+    secret = json.loads((settings.data_dir / "nats" / "users.json").read_text())["passwords"][SUBSCRIBER]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    environment.update({"THREADLINE_NATS_URL": user_url(settings.resolved_nats_url(), SUBSCRIBER, secret),
+                        "THREADLINE_NATS_PREFIX": settings.nats_prefix})
+    example = Path(__file__).parents[2] / "docs" / "examples" / "subscriber.py"
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, str(example), "--name", case_id, "--case", case_id, "--state",
+                                                    str(tmp_path / "state.json"), "--exit-when-idle", "2"],
+                                   env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["revision"] for line in done.stdout.splitlines()] == [1]
