@@ -71,10 +71,13 @@ class Supervised:
     deaths: int = 0
     started_at: float = field(default_factory=time.monotonic)
 
-    def next_pause(self, now: float) -> float:
-        """The pause before the next restart: doubles with each death, reset by a healthy minute."""
+    def died(self, now: float) -> float:
+        """The pause before restarting: doubles with each death, small again after a healthy minute."""
         if now - self.started_at >= HEALTHY_SECONDS:
             self.deaths = 0
+        return self.failed_to_start()
+
+    def failed_to_start(self) -> float:
         self.deaths += 1
         return min(RESTART_MAX_SECONDS, RESTART_FIRST_SECONDS * 2 ** (self.deaths - 1))
 
@@ -327,7 +330,7 @@ class Supervisor:
             code = await child.wait()
             if self.stopping.is_set():
                 return
-            pause = child.next_pause(time.monotonic())
+            pause = child.died(time.monotonic())
             log.warning("child_died", child=child.name, pid=child.pid(), code=code, deaths=child.deaths,
                         restart_in=pause)
             print(f"{child.name} exited (code {code}); restarting in {pause:.1f}s", file=sys.stderr, flush=True)
@@ -335,7 +338,7 @@ class Supervisor:
                 try:
                     await child.start()
                 except Exception as error:  # noqa: BLE001 - logged; tried again after a longer pause
-                    pause = child.next_pause(time.monotonic())
+                    pause = child.failed_to_start()
                     log.error("child_restart_failed", child=child.name, error=f"{type(error).__name__}: {error}",
                               restart_in=pause)
                     continue

@@ -1,0 +1,100 @@
+"""The rules of keeping things running: restart pauses, and which failures are outages (`unavailable`)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+
+import asyncpg
+import nats.errors
+import pytest
+from sqlalchemy import exc as sa_exc
+
+from services.cli.up import HEALTHY_SECONDS, RESTART_FIRST_SECONDS, RESTART_MAX_SECONDS, Supervised
+from shared.errors import Unavailable
+from shared.outage import outage
+from shared.service import keep_running
+
+
+def child() -> Supervised:
+    async def nothing() -> None:
+        return None
+
+    return Supervised("staging", nothing, nothing, lambda: None, started_at=0.0)
+
+
+def test_the_pause_doubles_with_each_death_up_to_the_cap():
+    supervised = child()
+    pauses = [supervised.died(now=1.0 + n) for n in range(10)]
+    assert pauses[:4] == [RESTART_FIRST_SECONDS, 2 * RESTART_FIRST_SECONDS, 4 * RESTART_FIRST_SECONDS,
+                          8 * RESTART_FIRST_SECONDS]
+    assert pauses[-1] == RESTART_MAX_SECONDS
+
+
+def test_a_healthy_minute_makes_the_next_pause_small_again():
+    supervised = child()
+    for n in range(8):
+        supervised.died(now=float(n))
+    supervised.started_at = 100.0
+    assert supervised.died(now=100.0 + HEALTHY_SECONDS - 1) > RESTART_FIRST_SECONDS  # not yet a minute
+    supervised.started_at = 200.0
+    assert supervised.died(now=200.0 + HEALTHY_SECONDS) == RESTART_FIRST_SECONDS
+
+
+def test_a_failed_restart_waits_longer_each_time():
+    supervised = child()
+    first = supervised.died(now=1.0)
+    assert supervised.failed_to_start() == 2 * first
+
+
+@pytest.mark.parametrize("error", [
+    ConnectionRefusedError(errno.ECONNREFUSED, "refused"),
+    FileNotFoundError(errno.ENOENT, "no such socket"),
+    asyncpg.exceptions.CannotConnectNowError("the database system is starting up"),
+    asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+    asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command"),
+    sa_exc.DBAPIError("SELECT 1", {}, Exception("gone"), connection_invalidated=True),
+    nats.errors.ConnectionClosedError(),
+    nats.errors.NoServersError(),
+    TimeoutError(),
+])
+def test_cannot_reach_a_server_is_unavailable(error):
+    assert outage(error).code == "unavailable"
+
+
+def test_an_outage_is_found_behind_the_wrapping_error():
+    try:
+        try:
+            raise ConnectionResetError(errno.ECONNRESET, "reset")
+        except ConnectionResetError as inner:
+            raise RuntimeError("while handling the command") from inner
+    except RuntimeError as wrapped:
+        assert outage(wrapped).code == "unavailable"
+
+
+@pytest.mark.parametrize("error", [ValueError("bad"), KeyError("x"), PermissionError(errno.EACCES, "denied"),
+                                   asyncpg.exceptions.UniqueViolationError("duplicate key")])
+def test_a_bug_or_a_refusal_is_not_an_outage(error):
+    assert outage(error) is None
+
+
+def test_an_unavailable_error_stays_itself():
+    original = Unavailable("no staging service is running", hint="start it")
+    assert outage(original) is original
+
+
+async def test_a_background_job_that_keeps_failing_is_started_again_until_the_service_stops(monkeypatch):
+    import shared.service as service
+
+    monkeypatch.setattr(service, "JOB_RESTART_FIRST_SECONDS", 0.01)
+    runs = []
+    stop = asyncio.Event()
+
+    async def failing(ctx) -> None:  # noqa: ANN001
+        runs.append(ctx)
+        if len(runs) == 4:
+            stop.set()
+        raise RuntimeError("always")
+
+    await asyncio.wait_for(keep_running(failing, "ctx", stop), 5)
+    assert len(runs) == 4
