@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -24,8 +24,11 @@ class CuttableProxy:
     """A TCP proxy in front of PostgreSQL that the test can cut (every connection dropped, new ones
     refused) and restore on the same port: an outage without touching the machine's server."""
 
-    def __init__(self, target_host: str, target_port: int) -> None:
-        self.target = (target_host, target_port)
+    def __init__(self, admin_url: str) -> None:
+        parsed = urlparse(admin_url)
+        socket_dir = parse_qs(parsed.query).get("host", [None])[0]  # an embedded server: a unix socket
+        self.socket = f"{socket_dir}/.s.PGSQL.{parsed.port or 5432}" if socket_dir else None
+        self.target = (parsed.hostname or "127.0.0.1", parsed.port or 5432)
         self.port = free_port()
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
@@ -35,7 +38,10 @@ class CuttableProxy:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
+            if self.socket:
+                up_reader, up_writer = await asyncio.open_unix_connection(self.socket)
+            else:
+                up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
             writer.close()
             return
@@ -65,11 +71,10 @@ class CuttableProxy:
 @pytest.fixture
 async def cut_off(servers):
     """A whole stack whose every PostgreSQL connection goes through a proxy the test can cut."""
-    admin = urlparse(servers.admin_database_url)
-    proxy = CuttableProxy(admin.hostname or "127.0.0.1", admin.port or 5432)
+    proxy = CuttableProxy(servers.admin_database_url)
     await proxy.start()
     database = urlparse(await servers.create_database())
-    through_proxy = database._replace(netloc=f"{database.username}@127.0.0.1:{proxy.port}").geturl()
+    through_proxy = database._replace(netloc=f"{database.username}@127.0.0.1:{proxy.port}", query="").geturl()
     settings = await new_deployment(servers, request_timeout=10.0)
     await servers.drop_database(settings.database_url)
     settings = settings.model_copy(update={"database_url": through_proxy})
@@ -121,8 +126,9 @@ async def test_a_database_outage_is_unavailable_on_every_path_then_everything_an
     assert response.json()["revision"] == 1
 
 
-async def test_a_call_to_a_service_that_dies_while_handling_it_fails_fast(deployment):
+async def test_a_call_to_a_service_that_dies_while_handling_it_fails_fast(servers):
     """Not at the 10 s timeout: once NATS says no replica is left to answer."""
+    deployment = await new_deployment(servers)  # its own subjects: no real staging service may answer
     subjects = Subjects(deployment.nats_prefix)
     service = await connect_nats(deployment)
     received = asyncio.Event()
@@ -152,6 +158,7 @@ async def test_a_call_to_a_service_that_dies_while_handling_it_fails_fast(deploy
         assert time.monotonic() - died < 3.0
     finally:
         await broker.stop()
+        await remove_deployment(servers, deployment)
 
 
 async def test_a_background_job_that_fails_is_restarted_and_never_stops_its_service(servers):
