@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from faststream.nats import NatsSecurity
+from faststream.nats.security import NatsCredentials, NatsUserPassword
+
 from shared.logging import get_logger
 from shared.settings import Settings
 from shared.streams import PROJECTION_CONSUMER
@@ -203,9 +206,6 @@ class NatsOptions:
 
     def broker(self) -> dict[str, Any]:
         """Keyword arguments of FastStream's `NatsBroker` (credentials go in its `security` object)."""
-        from faststream.nats import NatsSecurity
-        from faststream.nats.security import NatsCredentials, NatsUserPassword
-
         security: NatsSecurity | None = None
         if self.credentials:
             security = NatsCredentials.from_file(self.credentials, ssl_context=self.tls)

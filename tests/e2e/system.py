@@ -93,7 +93,9 @@ def start_system(data_dir: Path, *, demo: bool = False, env: dict[str, str] | No
             line = lines.get(timeout=0.5)
         except queue.Empty:
             if process.poll() is not None and lines.empty():
-                raise RuntimeError(f"threadline up exited with {process.returncode}: {system.output}") from None
+                errors = (data_dir.parent / f"{data_dir.name}-up.log").read_text().splitlines()[-5:]
+                raise RuntimeError(f"threadline up exited with {process.returncode}: {system.output}; "
+                                   f"stderr ends: {errors}") from None
             continue
         system.output.append(line.rstrip("\n"))
         announced = announced or line.startswith("Threadline is up")
