@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared import outbox
 from shared.db.session import Database
 from shared.events import Aggregate, Event, EventData, Origin, new_event
+from shared.service import Meta, ServiceContext, origin
 
 
 class UnitOfWork(ABC):
@@ -54,9 +55,11 @@ class UnitOfWork(ABC):
         if not self._committed:
             await self._rollback()
 
-    async def commit(self) -> None:
-        await self._commit(list(self.events))
+    async def commit(self) -> Any:
+        """Make the change durable with its events; what it returns is the unit of work's to say."""
+        result = await self._commit(list(self.events))
         self._committed = True
+        return result
 
     def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A consistent read-only snapshot; nothing is committed."""
@@ -75,7 +78,7 @@ class UnitOfWork(ABC):
         """Open the transaction (or snapshot) and bind the repositories to it."""
 
     @abstractmethod
-    async def _commit(self, events: list[Event]) -> None:
+    async def _commit(self, events: list[Event]) -> Any:
         """Store the events with the change and make both durable."""
 
     @abstractmethod
@@ -93,6 +96,11 @@ class SqlUnitOfWork(UnitOfWork):
 
     def bind(self, connection: AsyncConnection) -> None:
         """Create the repositories on the transaction's connection."""
+
+    @classmethod
+    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlUnitOfWork:
+        """The unit of work of one message a service handles."""
+        return cls(ctx.db, origin(ctx, meta))
 
     async def _begin(self, read_only: bool = False) -> None:
         self.connection = await self.db.engine.connect()

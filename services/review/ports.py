@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
-from services.review.domain import Decision, LedgerStep, StoredProposal
+from services.review.domain import Decision, StoredProposal
+from shared.events import LedgerChanged
 from shared.ledger import LedgerFacts, LedgerWriter, Provenance, References
 from shared.uow import UnitOfWork
 
@@ -38,6 +40,9 @@ class Proposals(Protocol):
 
     async def record(self, decision: Decision) -> None: ...
 
+    async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
+        """The recorded decision an identical request made (as decisions_of lists them), if any."""
+
     async def decisions_of(self, proposal_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
 
     async def proposals_of_decisions(self, decision_ids: Sequence[str]) -> dict[str, str]: ...
@@ -53,7 +58,7 @@ class Ledger(LedgerWriter, Protocol):
                      provenance: Provenance) -> list[tuple[str, str]]:
         """Retire an active source or claim (a claim takes its links along); what else ended."""
 
-    async def log(self, step: LedgerStep, correlation_id: str | None) -> None: ...
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None: ...
 
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]: ...
 

@@ -21,7 +21,7 @@ from shared.contracts import (
     RetireRecords,
 )
 from shared.errors import AlreadyExists, InvalidArgument
-from shared.events import CaseCreated, GuidanceAdded, LedgerChange, ProposalDecided, case
+from shared.events import CaseCreated, GuidanceAdded, LedgerChange, LedgerChanged, ProposalDecided, case
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -97,9 +97,8 @@ async def record_sources(cmd: RecordSources, uow: ReviewUnitOfWork) -> dict[str,
         step_revision = await uow.cases.bump(cmd.case_id)
         provenance = Provenance.recorded(cmd.actor.name, uow.now(), step_revision)
         change = await sources.install(uow.ledger, cmd.case_id, cmd.sources, provenance)
-        await _step(uow, domain.LedgerStep(cmd.case_id, step_revision, cmd.actor.name,
-                                           f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change,
-                                           provenance.decided_at))
+        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name,
+                                               f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change))
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "recorded": [s.id for s in cmd.sources]}
 
@@ -121,8 +120,7 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
                         for kind, linked in links_ended]
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
         change = LedgerChange(retired=retired)
-        await _step(uow, domain.LedgerStep(cmd.case_id, step_revision, cmd.actor.name, summary, change,
-                                           provenance.decided_at))
+        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired}
 
@@ -135,10 +133,10 @@ async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | 
     return revision
 
 
-async def _step(uow: ReviewUnitOfWork, step: domain.LedgerStep) -> None:
+async def _step(uow: ReviewUnitOfWork, step: LedgerChanged) -> None:
     """Log one revision of the ledger and emit its `ledger.changed` event, in the unit of work."""
-    await uow.ledger.log(step, uow.origin.correlation_id)
-    uow.emit(case(step.case_id), step.event(), revision=step.revision)
+    await uow.ledger.log(step, uow.now(), uow.origin.correlation_id)
+    uow.emit(case(step.case_id), step, revision=step.revision)
 
 
 # --- proposals and decisions ------------------------------------------------------------------------
@@ -183,9 +181,14 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
         case_id = await uow.proposals.case_of(proposal_id)
         if case_id is None:
             raise domain.proposal_not_found(cmd.proposal_id)
-        revision = await _locked(uow, case_id, cmd.expected_revision)
-        # Read the items only now, under the case lock, so decisions committed meanwhile are seen.
+        digest = domain.request_digest(cmd.accept, cmd.reject, cmd.note, cmd.expected_revision)
+        revision = await uow.cases.lock(case_id)
+        # Read only now, under the case lock, so decisions committed meanwhile are seen: a repeat of a
+        # recorded decision gets that decision back, even once the revision has moved on.
         proposal = await uow.proposals.get(proposal_id)
+        if recorded := await uow.proposals.decision_by_digest(proposal_id, cmd.actor.name, digest):
+            return views.recorded_decision(proposal, recorded)
+        domain.check_expected_revision(cmd.expected_revision, revision)
         domain.check_request(proposal, cmd.accept, cmd.reject)
         facts = await uow.ledger.facts(case_id, revision, domain.refs_of(proposal, cmd.accept))
         plan = domain.plan(proposal, cmd.accept, cmd.reject, facts)
@@ -194,7 +197,7 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
             return views.decided(proposal, plan, revision=revision, decision_id=None)
         decision = domain.new_decision(proposal, plan, reviewer=cmd.actor.name, note=cmd.note,
                                        expected_revision=cmd.expected_revision, revision=revision,
-                                       correlation_id=uow.origin.correlation_id, at=uow.now())
+                                       correlation_id=uow.origin.correlation_id, at=uow.now(), digest=digest)
         await uow.proposals.record(decision)
         if plan.changes_ledger:
             await _install(uow, proposal, plan, decision)
@@ -215,6 +218,6 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
     provenance = domain.provenance_of(proposal, decision)
     change = await proposal.item_kind.install(uow.ledger, proposal.case_id,
                                               [proposal.typed(i) for i in plan.accepted], provenance)
-    await _step(uow, domain.LedgerStep(proposal.case_id, revision, decision.reviewer,
-                                       domain.accepted_summary(proposal, plan, decision.reviewer), change,
-                                       decision.decided_at, decision.decision_id, proposal.proposal_id))
+    await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
+                                           domain.accepted_summary(proposal, plan, decision.reviewer), change,
+                                           decision.decision_id, proposal.proposal_id))
