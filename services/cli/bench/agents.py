@@ -21,7 +21,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
 from services.cli.bench.stats import agents_report, outcome_of
-from services.cli.bench.system import BenchCase, Reviewer, System, mcp_agent, stage_claims_args, tool_outcome
+from services.cli.bench.system import (
+    BenchCase,
+    Reviewer,
+    System,
+    machine,
+    mcp_agent,
+    stage_claims_args,
+    tool_outcome,
+)
 from shared.settings import Settings
 
 IDLE_POLL_SECONDS = 0.05
@@ -136,6 +144,7 @@ class AgentsBench:
 
 
 async def run_agents(settings: Settings, options: AgentsOptions, console: Console) -> dict[str, Any]:
+    before = machine()
     async with System.connect(settings) as system:
         case = await system.new_case("agents")
         bench = AgentsBench(system, case, options)
@@ -156,4 +165,6 @@ async def run_agents(settings: Settings, options: AgentsOptions, console: Consol
         "readErrors": dict(bench.read_errors),
         "reviewing": {"decisions": bench.reviewing["decisions"], "refused": bench.reviewing["refused"]},
         "httpUrl": system.http_url,
+        "machineBefore": before,
+        "machineAfter": machine(),
     }

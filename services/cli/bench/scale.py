@@ -24,7 +24,7 @@ from services.cli.bench.stats import (
     scale_sizes,
     with_scale_ratios,
 )
-from services.cli.bench.system import Reviewer, System, mcp_agent, stage_claims_args, tool_outcome
+from services.cli.bench.system import Reviewer, System, machine, mcp_agent, stage_claims_args, tool_outcome
 from shared.errors import Unavailable
 from shared.settings import Settings
 
@@ -91,6 +91,7 @@ async def probe(agent: Any, arguments: dict[str, Any], times: int) -> float | No
 
 async def run_scale(settings: Settings, options: ScaleOptions, console: Console) -> dict[str, Any]:
     sizes = scale_sizes(options.steps, options.claims)
+    before = machine()
     async with System.connect(settings) as system:
         case = await system.new_case("scale")
         agent_token = (await system.agent_tokens(case, 1, "filler"))[0]
@@ -128,4 +129,6 @@ async def run_scale(settings: Settings, options: ScaleOptions, console: Console)
         "sizes": with_scale_ratios(checkpoints),
         "edgeRates": edge_rates(filler.cycles, min(options.window, options.claims)),
         "httpUrl": system.http_url,
+        "machineBefore": before,
+        "machineAfter": machine(),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -51,6 +52,12 @@ def bench_claim(claim_id: str, source_ids: list[str]) -> dict[str, Any]:
 def stage_claims_args(case_id: str, revision: int, claim_ids: list[str], source_ids: list[str]) -> dict[str, Any]:
     return {"expectedCaseId": case_id, "expectedRevision": revision,
             "claims": [bench_claim(c, source_ids[:1]) for c in claim_ids]}
+
+
+def machine() -> dict[str, Any]:
+    """How busy the machine was: the benches share it, so a reader can tell a quiet run from a noisy one."""
+    one, five, _ = os.getloadavg()
+    return {"cores": os.cpu_count(), "loadAverage1m": round(one, 2), "loadAverage5m": round(five, 2)}
 
 
 @dataclass(frozen=True)
