@@ -10,7 +10,7 @@ from rich.console import Console
 from services.cli.bench.anchors import checked, scratch_table_ddl, staged_answer
 from services.cli.bench.report import agents_table, figure, scale_tables, stage_tables, times
 from services.cli.bench.stats import stage_report, with_scale_ratios
-from services.cli.bench.system import stage_claims_args
+from services.cli.bench.system import replicas, stage_claims_args
 from shared.spec import spec_tools, validate_arguments
 
 
@@ -37,11 +37,11 @@ def test_figures_print_a_dash_for_unknown_values():
 def test_the_stage_tables_show_every_run_the_medians_and_the_ratios():
     rounds = [[stage_run("threadline", 121.0, 600.0, {"stale_revision": 2}), stage_run("direct", 400.0, 280.0),
                stage_run("echo", 680.0, 125.0)]]
-    report = {"agents": 64, "seconds": 15.0, **stage_report(rounds),
+    report = {"agents": 64, "seconds": 15.0, "replicas": {"staging": 2, "gateway": 1}, **stage_report(rounds),
               "sweep": [{"agents": 1, "medians": {"echo": {"runs": 1, "callsPerSecond": 300.0, "p99Ms": 5.0,
                                                             "errors": 0}}}]}
     text = rendered(*stage_tables(report))
-    assert "64 agents, 15 s per run" in text
+    assert "64 agents, 15 s per run (processes: gateway=1, staging=2)" in text
     assert "2 (stale_revision 2)" in text
     assert "threadline/direct" in text and "0.30×" in text and "2.14×" in text
     assert "threadline/echo" in text and "0.18×" in text
@@ -97,3 +97,10 @@ def test_the_plot_draws_calls_and_p99_against_agents(tmp_path):
     assert series(sweep, "direct", "p99Ms") == ([], [])
     path = draw(sweep, tmp_path / "plot.png", "test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_replicas_are_counted_per_service_from_runtime_json():
+    runtime = {"services": {"gateway": {}, "gateway-2": {}, "staging": {}, "staging-2": {}, "staging-3": {},
+                            "thesis-delta": {}, "thesis-delta-2": {}, "relay": {}}}
+    assert replicas(runtime) == {"gateway": 2, "staging": 3, "thesis-delta": 2, "relay": 1}
+    assert replicas({"httpUrl": "http://127.0.0.1:8700"}) is None

@@ -22,8 +22,9 @@ def times(value: float | None) -> str:
 
 
 def stage_tables(report: dict[str, Any]) -> list[Table]:
-    rounds = Table(title=f"bench stage: {report['agents']} agents, {report['seconds']:g} s per run",
-                   title_justify="left")
+    processes = ", ".join(f"{name}={count}" for name, count in sorted((report.get("replicas") or {}).items()))
+    rounds = Table(title=f"bench stage: {report['agents']} agents, {report['seconds']:g} s per run"
+                         + (f" (processes: {processes})" if processes else ""), title_justify="left")
     for column in ("round", "target", "calls/s", "p50 ms", "p99 ms", "errors", "bench CPU"):
         rounds.add_column(column, justify="left" if column == "target" else "right")
     for index, runs in enumerate(report["rounds"], start=1):

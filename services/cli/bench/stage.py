@@ -24,7 +24,7 @@ from services.cli.bench import plot
 from services.cli.bench.anchors import ANCHOR_CASE, AnchorProcess, checked, scratch_table_ddl
 from services.cli.bench.load import Load, settle
 from services.cli.bench.stats import Run, medians, round_order, stage_report
-from services.cli.bench.system import System, machine, stage_claims_args
+from services.cli.bench.system import System, machine, replicas, stage_claims_args
 from services.cli.embedded import free_port
 from shared.db.session import asyncpg_dsn
 from shared.settings import Settings
@@ -136,7 +136,8 @@ async def run_stage(settings: Settings, options: StageOptions, console: Console)
             bench = StageBench(system, {t: p.mcp_url for t, p in started.items()}, options, progress)
             main_rounds = await bench.rounds(options.agents, options.rounds)
             report = {"agents": options.agents, "seconds": options.seconds, "claimsPerCall": options.claims_per_call,
-                      "httpUrl": system.http_url, "machineBefore": before, **stage_report(main_rounds)}
+                      "httpUrl": system.http_url, "replicas": replicas(settings.runtime()), "machineBefore": before,
+                      **stage_report(main_rounds)}
             sweep = []
             for index, agents in enumerate(options.sweep):
                 point = main_rounds if agents == options.agents else await bench.rounds(

@@ -60,6 +60,19 @@ def machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "loadAverage1m": round(one, 2), "loadAverage5m": round(five, 2)}
 
 
+def replicas(runtime: dict[str, Any]) -> dict[str, int] | None:
+    """Processes per service, from runtime.json's `services` ("staging", "staging-2", …); None if it has none."""
+    services = runtime.get("services")
+    if not services:
+        return None
+    counts: dict[str, int] = {}
+    for key in services:
+        name, _, number = key.rpartition("-")
+        service = name if name and number.isdigit() else key
+        counts[service] = counts.get(service, 0) + 1
+    return counts
+
+
 @dataclass(frozen=True)
 class BenchCase:
     case_id: str
