@@ -6,6 +6,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
 .PHONY: install up test test-full migrate bench lint clean
 
@@ -16,23 +17,31 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# The benchmarks' extra (matplotlib, for `bench stage --plot`), kept out of `make up`'s install.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $(BENCH_STAMP)
+
 install: $(STAMP)
 
 up: $(STAMP)
 	$(BIN)/threadline up $(ARGS)
 
-test: $(STAMP)
+test: $(BENCH_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The load and chaos tests at full size (`make test` runs their short versions).
-test-full: $(STAMP)
+test-full: $(BENCH_STAMP)
 	THREADLINE_FULL=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/threadline migrate
 
-bench: $(STAMP)
-	$(BIN)/threadline bench events $(ARGS)
+# Against a running `threadline up`: `make bench` runs `threadline bench stage`; BENCH=scale|agents|events
+# runs another, ARGS passes options (e.g. make bench ARGS="--rounds 3 --plot docs/bench-stage.png").
+BENCH ?= stage
+bench: $(BENCH_STAMP)
+	$(BIN)/threadline bench $(BENCH) $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check services shared tests docs

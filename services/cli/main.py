@@ -250,11 +250,104 @@ def bench_events(
     data_dir: DataDir = None,
 ) -> None:
     """Commit-to-subscriber latency of change events, at rest and under concurrent decisions."""
-    from services.cli.bench import Bench
+    from services.cli.bench.events import Bench
 
     results = _run(Bench(_settings(data_dir)).run(decisions, reviewers))
     for result in results:
         typer.echo(json.dumps(result))
+
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout (progress stays on stderr).")]
+
+
+def _report(report: dict, as_json: bool, tables: list) -> None:
+    from rich.console import Console
+
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    for table in tables:
+        console.print(table)
+
+
+def _counts(text: str, option: str) -> tuple[int, ...]:
+    from services.cli.bench.stats import parse_counts
+
+    try:
+        return tuple(parse_counts(text))
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint=option) from None
+
+
+@bench_app.command("stage")
+def bench_stage(
+    agents: Annotated[int, typer.Option(min=1, help="Concurrent agents (official MCP client).")] = 64,
+    seconds: Annotated[float, typer.Option(min=0.1, help="Seconds per run.")] = 15.0,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds; each measures every target once.")] = 3,
+    claims: Annotated[int, typer.Option("--claims-per-call", min=1, max=4, help="Claims in each call.")] = 1,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Draw calls/s and p99 against agents (PNG).")] = None,
+    sweep: Annotated[str | None, typer.Option(help="Agent counts for the plot (default 1,16,64); one round "
+                                                   "each, except --agents, which reuses the rounds.")] = None,
+    settle: Annotated[float, typer.Option(min=0, help="Before each run, wait up to this many seconds for the "
+                                                      "machine to go near idle.")] = 15.0,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """stage_claims calls/s and p99 on Threadline against an echo and a direct anchor, in the same run."""
+    from rich.console import Console
+
+    from services.cli.bench.report import stage_tables
+    from services.cli.bench.stage import StageOptions, run_stage
+
+    counts = _counts(sweep or "1,16,64", "--sweep") if (plot is not None or sweep) else ()
+    options = StageOptions(agents=agents, seconds=seconds, rounds=rounds, claims_per_call=claims, sweep=counts,
+                           plot=plot, settle=settle)
+    report = _run(run_stage(_settings(data_dir), options, Console(stderr=True)))
+    _report(report, as_json, stage_tables(report))
+    if plot is not None and not as_json:
+        typer.echo(f"plot: {report['plot']}")
+
+
+@bench_app.command("scale")
+def bench_scale(
+    claims: Annotated[int, typer.Option(min=4, help="Claims to fill the case to.")] = 3000,
+    step: Annotated[str, typer.Option(help="Sizes to report at on the way (comma-separated).")] = "100,300,1000",
+    probes: Annotated[int, typer.Option(min=1, help="Reads timed, and decisions taken, at each size.")] = 5,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Fill one case by stage + accept and report summary, scope=claims and decision costs at each size."""
+    from rich.console import Console
+
+    from services.cli.bench.report import scale_tables
+    from services.cli.bench.scale import ScaleOptions, run_scale
+
+    options = ScaleOptions(claims=claims, steps=_counts(step, "--step"), probes=probes)
+    report = _run(run_scale(_settings(data_dir), options, Console(stderr=True)))
+    _report(report, as_json, scale_tables(report))
+
+
+@bench_app.command("agents")
+def bench_agents(
+    agents: Annotated[int, typer.Option(min=1, help="Agents reading, thinking and staging.")] = 8,
+    think: Annotated[float, typer.Option(min=0, help="Seconds between get_workspace and stage_claims.")] = 1.5,
+    seconds: Annotated[float, typer.Option(min=0.1, help="Seconds to run (agents finish their last call).")] = 25.0,
+    reviewers: Annotated[int, typer.Option(min=1, help="Reviewers accepting everything pending.")] = 2,
+    repeat: Annotated[float, typer.Option(min=0, max=1, help="Chance an agent resends a stored call identically "
+                                                            "(as after a lost answer).")] = 0.0,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Thinking agents beside busy reviewers: stage calls stored, refused as stale, replayed, other."""
+    from rich.console import Console
+
+    from services.cli.bench.agents import AgentsOptions, run_agents
+    from services.cli.bench.report import agents_table
+
+    options = AgentsOptions(agents=agents, think=think, seconds=seconds, reviewers=reviewers, repeat=repeat)
+    report = _run(run_agents(_settings(data_dir), options, Console(stderr=True)))
+    _report(report, as_json, [agents_table(report)])
 
 
 @docs_app.command("asyncapi")

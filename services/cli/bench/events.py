@@ -21,6 +21,7 @@ from typing import Any
 import nats
 from nats.js.api import DeliverPolicy
 
+from services.cli.bench.stats import percentile
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor
 from shared.db.session import Database
@@ -29,12 +30,6 @@ from shared.messaging import ServiceClient, create_broker
 from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def describe(name: str, latencies_ms: list[float], seconds: float, decisions: int) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""The benchmarks behind `threadline bench stage|scale|agents|events` (figures, not pass/fail)."""
