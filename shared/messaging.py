@@ -22,6 +22,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
+from shared.observability import broker_middlewares, observe_command
 from shared.subjects import Command, Service, Subjects, owner_name
 
 log = get_logger(__name__)
@@ -143,8 +144,9 @@ class CorrelationMiddleware(BaseMiddleware):
             finally:
                 subject = msg.raw_message.subject if msg.raw_message is not None else ""
                 if Subjects.is_command(subject):  # not health pings, nor replies arriving at a client's inbox
-                    log.info("command_handled", subject=subject,
-                             ms=round((time.perf_counter() - started) * 1000, 2))
+                    seconds = time.perf_counter() - started
+                    observe_command(subject, seconds)
+                    log.info("command_handled", subject=subject, ms=round(seconds * 1000, 2))
 
 
 def create_broker(nats_url: str, *, name: str) -> NatsBroker:
@@ -158,7 +160,7 @@ def create_broker(nats_url: str, *, name: str) -> NatsBroker:
     return NatsBroker(
         nats_url,
         name=name,
-        middlewares=[CorrelationMiddleware, errors],
+        middlewares=[*broker_middlewares(name), CorrelationMiddleware, errors],
         logger=get_logger("faststream"),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,

@@ -9,7 +9,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RUNTIME_FILE = "runtime.json"
@@ -44,6 +44,22 @@ class Settings(BaseSettings):
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
 
+    # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a
+    # new one), so `migrate` never undoes an operator's change; 3 on a three-server NATS cluster.
+    events_replicas: int | None = Field(default=None, ge=1, le=5)
+    # A direct (session) connection for the relay's advisory lock and LISTEN, when database_url is a
+    # transaction pooler; with database_transaction_pooler every other connection goes through it
+    # without server-side statement caches.
+    relay_database_url: str | None = None
+    database_transaction_pooler: bool = False
+    # This process's /healthz, /readyz and /metrics (unset: none besides the gateway's own HTTP port).
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    # The standard OpenTelemetry variable (no THREADLINE_ prefix): traces are exported only when it is set.
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+    )
+
     # For CLI commands that act as a user: `serve gateway --stdio` (an agent token) and `review` (a
     # reviewer token, and the gateway's URL when it is not the data dir's).
     token: SecretStr | None = None
@@ -71,6 +87,10 @@ class Settings(BaseSettings):
                 f"{self.data_dir / RUNTIME_FILE})"
             )
         return url
+
+    def resolved_relay_database_url(self) -> str:
+        """The relay's session connection: the direct URL when one is given, else the usual one."""
+        return self.relay_database_url or self.resolved_database_url()
 
     def resolved_nats_url(self) -> str:
         url = self.nats_url or self.runtime().get("natsUrl")

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, die_with_parent, free_port, missing_embedded
 from shared.bootstrap import prepare
 from shared.errors import ThreadlineError
 from shared.logging import get_logger
@@ -53,6 +53,11 @@ class Child:
     service: Service
     process: asyncio.subprocess.Process | None = None
     restarts: int = 0
+    metrics_port: int = 0  # its /healthz, /readyz, /metrics; chosen once, kept across restarts
+
+    @property
+    def name(self) -> str:
+        return self.service.value
 
 
 class Supervisor:
@@ -65,6 +70,7 @@ class Supervisor:
         self.children: dict[Service, Child] = {s: Child(s) for s in START_ORDER}
         self.stopping = asyncio.Event()
         self.env: dict[str, str] = {}
+        self.runtime: dict[str, Any] = {}
         self.runtime_written = False
 
     async def run(self) -> int:
@@ -91,6 +97,9 @@ class Supervisor:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_data_dir()
         self._check_port_free()
+        missing = missing_embedded(nats=not self.settings.nats_url, postgres=not self.settings.database_url)
+        if missing:
+            raise StartupError(missing)
         nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self.nats.start())
         self._checkpoint()
         database_url = self.settings.database_url or await _starting("start the embedded PostgreSQL",
@@ -117,7 +126,9 @@ class Supervisor:
             }
         )
         self._write_runtime({"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url,
-                             "pid": os.getpid()})
+                             "pid": os.getpid(), "services": {}})
+        for child in self.children.values():
+            child.metrics_port = free_port()
         for service in START_ORDER:
             await self._spawn(self.children[service])
         await self._wait_ready(http_url)
@@ -161,7 +172,7 @@ class Supervisor:
         log_file = open(log_dir / f"{child.service.value}.log", "ab")  # noqa: SIM115 - owned by the child
         child.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "services.cli.main", "serve", child.service.value,
-            env=self.env,
+            env={**self.env, "THREADLINE_METRICS_PORT": str(child.metrics_port)},
             stdout=log_file,
             stderr=log_file,
             stdin=asyncio.subprocess.DEVNULL,
@@ -169,6 +180,17 @@ class Supervisor:
             preexec_fn=die_with_parent,
         )
         log_file.close()
+        self._write_services()
+
+    def _write_services(self) -> None:
+        """runtime.json's `services`: each child's pid and where to probe and scrape it."""
+        base = f"http://{self.settings.http_host}"
+        self.runtime["services"] = {
+            child.name: {"pid": child.process.pid, "healthUrl": f"{base}:{child.metrics_port}/healthz",
+                         "metricsUrl": f"{base}:{child.metrics_port}/metrics"}
+            for child in self.children.values() if child.process is not None
+        }
+        self._write_runtime(self.runtime)
 
     async def _wait_ready(self, http_url: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -298,6 +320,7 @@ class Supervisor:
                 await process.wait()
 
     def _write_runtime(self, runtime: dict[str, Any]) -> None:
+        self.runtime = runtime
         path = self.data_dir / RUNTIME_FILE
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # URLs may carry a password

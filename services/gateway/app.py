@@ -38,6 +38,8 @@ from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
+from shared.observability import configure_tracing, instrument_http, shutdown_tracing
+from shared.service import probe_server
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -59,7 +61,8 @@ class Gateway:
     @classmethod
     def connect(cls, settings: Settings) -> Gateway:
         db = Database.from_url(
-            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway"
+            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway",
+            transaction_pooler=settings.database_transaction_pooler,
         )
         broker = create_broker(settings.resolved_nats_url(), name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
@@ -155,9 +158,14 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         )
         app.state.mcp_manager = manager
         await gateway.start()
+        health = probe_server(settings, gateway.broker, gateway.db)
+        if health is not None:
+            await health.start()
         async with manager.run():
             log.info("gateway_started", host=settings.http_host, port=settings.http_port)
             yield
+        if health is not None:
+            await health.stop()
         await gateway.stop()
 
     app = FastAPI(
@@ -245,11 +253,20 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
     )
     app.add_middleware(CorrelationMiddleware)
+    instrument_http(app)
     return app
 
 
 async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:
     configure_logging("gateway", settings.log_level, settings.log_format)
+    configure_tracing("gateway", settings)
+    try:
+        await _serve(settings, stdio=stdio, token=token)
+    finally:
+        shutdown_tracing()
+
+
+async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
     if stdio:
         await serve_stdio(settings, token)
         return

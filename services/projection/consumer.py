@@ -15,6 +15,7 @@ from typing import Any
 import nats
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
+from prometheus_client import Gauge
 
 from services.projection import use_cases
 from shared.logging import bound, get_logger
@@ -26,6 +27,10 @@ log = get_logger(__name__)
 BATCH = 64
 RETRY_DELAY_SECONDS = 2.0
 MAX_RETRY_DELAY_SECONDS = 60.0
+LAG_CHECK_SECONDS = 5.0
+
+PROJECTION_LAG = Gauge("threadline_projection_lag_events",
+                       "Events in the stream that the projection's durable consumer has not yet delivered and acked")
 
 
 async def consume(ctx: ServiceContext) -> None:
@@ -43,10 +48,14 @@ async def consume(ctx: ServiceContext) -> None:
                           hint="run `threadline migrate` to provision the stream and its consumers")
                 await asyncio.sleep(5)
         log.info("projection_consumer_started", stream=ctx.settings.stream_name)
+        lag_checked = 0.0
         while True:
             try:
                 messages = await subscription.fetch(BATCH, timeout=1.0)
             except (TimeoutError, NatsTimeout):
+                if asyncio.get_running_loop().time() - lag_checked > LAG_CHECK_SECONDS:
+                    lag_checked = asyncio.get_running_loop().time()
+                    await _observe_lag(subscription)
                 continue
             except nats.errors.ConnectionClosedError:
                 return  # closed by shutdown: nothing more will arrive
@@ -56,8 +65,19 @@ async def consume(ctx: ServiceContext) -> None:
                 continue
             for message in messages:
                 await _handle(ctx, message)
+            if messages:
+                PROJECTION_LAG.set(messages[-1].metadata.num_pending)
     finally:
         await connection.close()
+
+
+async def _observe_lag(subscription: Any) -> None:
+    """The consumer's backlog as the server counts it (when idle: naks waiting for redelivery count too)."""
+    try:
+        info = await subscription.consumer_info()
+    except (nats.errors.Error, TimeoutError):
+        return
+    PROJECTION_LAG.set(info.num_pending + info.num_ack_pending)
 
 
 async def _handle(ctx: ServiceContext, message: Any) -> None:

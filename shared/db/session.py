@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -22,17 +24,34 @@ def asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10, application_name: str = "threadline") -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10, application_name: str = "threadline",
+                  transaction_pooler: bool = False) -> AsyncEngine:
+    # Every timestamp is read and written in UTC, whatever the server's default.
+    connect_args: dict[str, Any] = {"server_settings": {"application_name": application_name, "timezone": "UTC"}}
+    if transaction_pooler:
+        connect_args.update(pooler_connect_args())
     engine = create_async_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=False,
         pool_recycle=1800,
-        # Every timestamp is read and written in UTC, whatever the server's default.
-        connect_args={"server_settings": {"application_name": application_name, "timezone": "UTC"}},
+        connect_args=connect_args,
     )
     return engine
+
+
+def pooler_connect_args() -> dict[str, Any]:
+    """asyncpg behind a transaction pooler (PgBouncer `pool_mode = transaction`), as SQLAlchemy's asyncpg
+    dialect documents it: consecutive transactions of one client may land on different server
+    connections, so no statement may be cached across them (asyncpg's cache and SQLAlchemy's both off),
+    and the statements SQLAlchemy still prepares inside a transaction get names no other client can
+    collide with on a shared server connection."""
+    return {
+        "statement_cache_size": 0,
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": lambda: f"__asyncpg_{uuid.uuid4().hex}__",
+    }
 
 
 class Database:
@@ -42,8 +61,10 @@ class Database:
         self.engine = engine
 
     @classmethod
-    def from_url(cls, url: str, *, pool_size: int = 10, application_name: str = "threadline") -> Database:
-        return cls(create_engine(url, pool_size=pool_size, application_name=application_name))
+    def from_url(cls, url: str, *, pool_size: int = 10, application_name: str = "threadline",
+                 transaction_pooler: bool = False) -> Database:
+        return cls(create_engine(url, pool_size=pool_size, application_name=application_name,
+                                 transaction_pooler=transaction_pooler))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -58,6 +79,12 @@ class Database:
             await connection.execution_options(isolation_level="REPEATABLE READ")
             async with connection.begin():
                 yield connection
+
+    async def ping(self) -> bool:
+        """PostgreSQL answers (a readiness probe)."""
+        async with self.engine.connect() as connection:
+            await connection.exec_driver_sql("SELECT 1")
+        return True
 
     async def dispose(self) -> None:
         await self.engine.dispose()
