@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from faststream.nats.prometheus import NatsPrometheusMiddleware
-from opentelemetry import trace
+from opentelemetry import context, propagate, trace
 from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -26,6 +28,7 @@ COMMAND_SECONDS = Histogram(
 )
 
 _provider: TracerProvider | None = None
+_tracer = trace.get_tracer("threadline")
 
 
 def observe_command(subject: str, seconds: float) -> None:
@@ -86,3 +89,38 @@ def instrument_http(app: Any) -> None:
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
     FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz,metrics", exclude_spans=["receive", "send"])
+
+
+@contextmanager
+def message_span(subject: str, action: str, headers: dict[str, str], **attributes: Any) -> Iterator[None]:
+    """A span for a message sent or handled outside FastStream (the relay's publish, the projection's
+    apply), continuing the trace its `traceparent` header names; for a publish the header is then
+    rewritten so that whoever reads the message continues from this span."""
+    kind = trace.SpanKind.PRODUCER if action == "publish" else trace.SpanKind.CONSUMER
+    with _tracer.start_as_current_span(f"{subject} {action}", context=propagate.extract(headers), kind=kind,
+                                       attributes={"messaging.system": "nats", "messaging.operation": action,
+                                                   "messaging.destination.name": subject, **attributes}):
+        if action == "publish":
+            propagate.inject(headers)
+        yield
+
+
+def current_traceparent() -> str | None:
+    """The W3C `traceparent` of the span in progress, when one is (tracing on)."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier.get("traceparent")
+
+
+@contextmanager
+def continued(traceparent: str | None) -> Iterator[None]:
+    """Make `traceparent` the current trace context inside the block: for work that runs in another
+    task than the request that carries it (the MCP transport hands each call to its own task)."""
+    if not traceparent:
+        yield
+        return
+    token = context.attach(propagate.extract({"traceparent": traceparent}))
+    try:
+        yield
+    finally:
+        context.detach(token)

@@ -38,7 +38,7 @@ from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
-from shared.observability import configure_tracing, instrument_http, shutdown_tracing
+from shared.observability import configure_tracing, current_traceparent, instrument_http, shutdown_tracing
 from shared.service import probe_server
 from shared.settings import Settings
 from shared.subjects import Subjects
@@ -105,7 +105,8 @@ class CorrelationMiddleware:
         # Callers may bring their own ids; anything malformed is replaced rather than logged as given.
         supplied = headers.get("x-correlation-id", "")
         correlation_id = supplied if CORRELATION_ID.fullmatch(supplied) else new_correlation_id()
-        traceparent = headers.get("traceparent", "")
+        # The request's span when tracing is on (it continues the caller's); else the caller's context as given.
+        traceparent = current_traceparent() or headers.get("traceparent", "")
         scope.setdefault("state", {})
         scope["state"]["correlation_id"] = correlation_id
         scope["state"]["traceparent"] = traceparent if TRACEPARENT.fullmatch(traceparent) else new_traceparent()

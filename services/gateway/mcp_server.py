@@ -27,6 +27,7 @@ from shared.errors import (
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.observability import continued
 from shared.spec import ArgumentError, validate_arguments
 
 log = get_logger(__name__)
@@ -53,11 +54,12 @@ def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, ve
         correlation_id = _correlation_id(ctx)
         started = time.perf_counter()
         outcome = "ok"
-        with bound(correlation_id=correlation_id, tool=params.name):
+        traceparent = _traceparent(ctx)
+        with bound(correlation_id=correlation_id, tool=params.name), continued(traceparent):
             try:
                 principal = await resolve_principal(ctx)
                 result = await _call(client, principal, params.name, params.arguments or {}, correlation_id,
-                                     _traceparent(ctx))
+                                     traceparent)
                 return tool_result(result)
             except ThreadlineError as error:
                 outcome = error.code

@@ -19,6 +19,7 @@ from prometheus_client import Gauge
 
 from services.projection import use_cases
 from shared.logging import bound, get_logger
+from shared.observability import message_span
 from shared.service import ServiceContext
 from shared.streams import PROJECTION_CONSUMER
 
@@ -91,7 +92,8 @@ async def _handle(ctx: ServiceContext, message: Any) -> None:
             await message.term()
             return
         try:
-            applied = await use_cases.apply_event(ctx, envelope, message.metadata.sequence.stream)
+            with message_span(message.subject, "process", dict(headers), **{"messaging.message.id": envelope["id"]}):
+                applied = await use_cases.apply_event(ctx, envelope, message.metadata.sequence.stream)
             await message.ack()
             log.debug("event_applied" if applied else "event_already_applied", type=envelope.get("type"))
         except Exception as error:  # noqa: BLE001 - redeliver later; the stream keeps the event

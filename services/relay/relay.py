@@ -23,6 +23,7 @@ from prometheus_client import Gauge
 
 from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
+from shared.observability import message_span
 from shared.settings import Settings
 
 log = get_logger(__name__)
@@ -112,12 +113,11 @@ class OutboxRelay:
         async def publish_chain(chain: list[Any]) -> None:
             async with limit:
                 for row in chain:
+                    headers = _decoded(row["headers"])
                     try:
-                        ack = await js.publish(
-                            row["subject"],
-                            _body(row["envelope"]),
-                            headers=_decoded(row["headers"]),
-                        )
+                        with message_span(row["subject"], "publish", headers,
+                                          **{"messaging.message.id": headers.get("Nats-Msg-Id", "")}):
+                            ack = await js.publish(row["subject"], _body(row["envelope"]), headers=headers)
                     except Exception as exc:  # noqa: BLE001 - the rest of this chain waits for the next pass
                         log.warning("relay_publish_failed", aggregate=row["aggregate"], outbox_id=row["id"],
                                     error=repr(exc))
@@ -157,7 +157,8 @@ async def _connect(settings: Settings) -> asyncpg.Connection:
     """The leader's session. Its advisory lock lasts as long as the session, so the server must notice
     when the leader is gone: TCP keepalives for a vanished host, and an idle-session timeout for a
     leader that is frozen (a leader queries at least every poll interval)."""
-    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3",
+                  "application_name": "threadline-relay"}
     idle = {"idle_session_timeout": str(int(max(30.0, 10 * settings.relay_poll_interval) * 1000))}
     dsn = asyncpg_dsn(settings.resolved_relay_database_url())
     try:
