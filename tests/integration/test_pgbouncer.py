@@ -4,6 +4,7 @@ leader lock and LISTEN on THREADLINE_RELAY_DATABASE_URL; nothing lost, nothing d
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 
 import asyncpg
@@ -22,6 +23,8 @@ CASES, SOURCES_PER_CASE = 6, 4
 @pytest.fixture
 async def pooled(servers):
     if PgBouncer.binary() is None:
+        if os.environ.get("THREADLINE_REQUIRE_PGBOUNCER"):
+            pytest.fail("pgbouncer is required here (THREADLINE_REQUIRE_PGBOUNCER) but not installed")
         pytest.skip("pgbouncer is not installed (apt install pgbouncer; .ci/run installs it)")
     settings = await new_deployment(servers)  # migrated on the direct connection, as the migrate Job is
     direct = settings.resolved_database_url()
