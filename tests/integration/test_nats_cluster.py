@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from services.cli.embedded import free_port
 from shared.db.tables import cases, outbox, proposals
+from shared.streams import provision
 from shared.subjects import BACKEND_SERVICES, Service
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
@@ -33,6 +34,7 @@ CASES, DECISIONS_PER_CASE = (16, 40) if FULL else (6, 12)
 KILL_AFTER = 1 / 3  # of all decisions acknowledged
 CALL_DEADLINE_SECONDS = 90.0
 THREADLINE = Path(sys.executable).parent / "threadline"
+POOL_SIZE = 3  # eleven processes share the machine's PostgreSQL (and its max_connections) with other runs
 REPLICATED = (Service.GATEWAY, Service.STAGING, Service.REVIEW, Service.PROJECTION, Service.RELAY)
 
 # Who connects where: the in-process replicas to n1 (the server that is killed), the second replicas to
@@ -45,7 +47,8 @@ class Replicas:
 
     def __init__(self, stack: Stack, nats_url: str, log_dir: Path) -> None:
         self.env = {**stack.environment(), "THREADLINE_NATS_URL": nats_url, "THREADLINE_SECRET": "cluster-test",
-                    "THREADLINE_REQUEST_TIMEOUT": "5", "THREADLINE_LOG_LEVEL": "WARNING"}
+                    "THREADLINE_REQUEST_TIMEOUT": "5", "THREADLINE_LOG_LEVEL": "WARNING",
+                    "THREADLINE_DB_POOL_SIZE": str(POOL_SIZE)}
         self.log_dir = log_dir
         self.processes: dict[Service, subprocess.Popen] = {}
         self.probes: dict[Service, str] = {}
@@ -94,6 +97,7 @@ async def cluster_stack(servers, tmp_path):
     cluster = await NatsCluster().start()
     on_cluster = Servers(nats_url=cluster.url(FIRST_REPLICAS), admin_database_url=servers.admin_database_url)
     settings = await new_deployment(on_cluster, events_replicas=3, request_timeout=5.0)
+    settings = settings.model_copy(update={"db_pool_size": POOL_SIZE})
     stack = replicas = None
     try:
         stack = await Stack(settings).start()
@@ -217,7 +221,10 @@ async def test_losing_a_nats_server_and_a_replica_of_each_service_loses_and_dupl
     settings = stack.settings
     connection = await nats.connect(cluster.url(CHECKS))
     try:
-        info = await connection.jetstream().stream_info(settings.stream_name)
+        js = connection.jetstream()
+        # A migrate that names no replica count keeps the stream's three.
+        await provision(js, settings.model_copy(update={"events_replicas": None}))
+        info = await js.stream_info(settings.stream_name)
     finally:
         await connection.close()
     assert info.config.num_replicas == 3 and len(info.cluster.replicas) == 2  # a leader and two followers
