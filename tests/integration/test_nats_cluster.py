@@ -124,14 +124,16 @@ class Load:
         self.gateways = gateways
         self.acknowledged_proposals: set[str] = set()
         self.decisions = 0
-        self.calls = 0  # calls alternate between the gateways
+        self.calls = 0  # calls alternate between the gateways that still listen (a load balancer's view)
+        self.gone: set[str] = set()
         self.retries: Counter[str] = Counter()
 
     async def _retrying(self, what: str, attempt):  # noqa: ANN001, ANN202
         deadline = time.monotonic() + CALL_DEADLINE_SECONDS
         last = ""
         while True:
-            gateway = self.gateways[self.calls % len(self.gateways)]
+            listening = [g for g in self.gateways if g not in self.gone] or self.gateways
+            gateway = listening[self.calls % len(listening)]
             self.calls += 1
             try:
                 return await attempt(gateway)
@@ -140,6 +142,8 @@ class Load:
             except Exception as error:  # noqa: BLE001 - an outage: a gateway gone mid-call, or `unavailable`
                 self.retries[type(error).__name__] += 1
                 last = repr(error)
+                if _refused(error):
+                    self.gone.add(gateway)
             assert time.monotonic() < deadline, f"{what} did not succeed within {CALL_DEADLINE_SECONDS}s: {last}"
             await asyncio.sleep(0.2)
 
@@ -163,11 +167,19 @@ class Load:
         return proposal_id
 
     async def accept(self, proposal_id: str, item: str, revision: int) -> int:
+        tried = False
+
         async def attempt(gateway: str):  # noqa: ANN202
+            nonlocal tried
             async with httpx2.AsyncClient(base_url=gateway, timeout=15, headers={
                     "Authorization": f"Bearer {self.stack.tokens['reviewer']}"}) as api:
+                retry, tried = tried, True
                 decided = await api.post(f"/api/v1/proposals/{proposal_id}/decisions",
                                          json={"accept": [item], "note": "ok", "expectedRevision": revision})
+                if decided.status_code == 409 and retry:
+                    # The first attempt was applied but its answer lost. The repeat is refused as stale
+                    # instead of returning the recorded decision, so do as the hint says: reload the proposal.
+                    return await self.recorded_decision(api, proposal_id, item, revision)
             if decided.status_code == 503:
                 raise ConnectionError(decided.text)
             assert decided.status_code == 200, decided.text
@@ -176,6 +188,16 @@ class Load:
         new_revision = await self._retrying("decide", attempt)
         self.decisions += 1
         return new_revision
+
+    async def recorded_decision(self, api: httpx2.AsyncClient, proposal_id: str, item: str, revision: int) -> int:
+        shown = await api.get(f"/api/v1/proposals/{proposal_id}")
+        if shown.status_code == 503:
+            raise ConnectionError(shown.text)
+        assert shown.status_code == 200, shown.text
+        (decision,) = [d for d in shown.json()["decisions"] if d["expectedRevision"] == revision]
+        assert decision["accepted"] == [item] and decision["revisionAfter"] == revision + 1, decision
+        self.retries["decision_found_on_reload"] += 1
+        return decision["revisionAfter"]
 
     async def one_case(self) -> str:
         case_id = await new_case(self.stack)
@@ -186,6 +208,15 @@ class Load:
             revision = await self.accept(proposal_id, f"{case_id}-s{n}", revision)
             assert revision == n + 1
         return case_id
+
+
+def _refused(error: BaseException) -> bool:
+    """The gateway's port refuses connections (its process is gone), however deep the MCP client wrapped it."""
+    if isinstance(error, httpx2.ConnectError):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        return any(_refused(e) for e in error.exceptions)
+    return error.__cause__ is not None and _refused(error.__cause__)
 
 
 async def stream_leader(cluster: NatsCluster, stream: str) -> str:
