@@ -30,7 +30,6 @@ Confidence = Literal["established", "supported", "disputed", "unknown", "contrad
 RelationType = Literal["supports", "contradicts", "qualifies", "amplifies"]
 Focus = Literal["unresolved", "primary_evidence", "all"]
 Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guidance", "all"]
-ProposalKind = Literal["sources", "claims", "relations", "merge", "verdict"]
 
 
 def _storable(value: str) -> str:
@@ -140,6 +139,13 @@ class VerdictRelation(RelationItem):
     type: Literal["supports", "contradicts", "qualifies"]
 
 
+class VerdictPatch(Contract):
+    """A stage_verdict call's one item: the verdict claim and every relation of the patch, decided whole."""
+
+    claim: VerdictClaim
+    relations: Annotated[list[VerdictRelation], Field(min_length=1, max_length=6)]
+
+
 class Pinned(Contract):
     expected_case_id: Slug
     expected_revision: Revision
@@ -190,10 +196,15 @@ A = TypeVar("A", bound=BaseModel)
 
 
 class ToolRequest(Contract, Generic[A]):
-    """An agent's tool call, after the gateway validated it against the spec schema."""
+    """An agent's tool call, after the gateway validated it against the spec schema.
+
+    `discovered_case_id` is the case the agent most recently discovered with get_workspace, as the
+    gateway (which keeps that per agent) knows it: calls that name a case act only on that one.
+    """
 
     actor: Actor
     args: A
+    discovered_case_id: Slug | None = None
 
 
 class ProposeClaimDeltaRequest(Contract):

@@ -19,16 +19,20 @@ from shared.messaging import TRACEPARENT
 MAX_EVENT_BYTES = 512 * 1024
 
 
+def check_size(event: Event) -> None:
+    size = len(json.dumps(event.envelope, separators=(",", ":")).encode())
+    if size > MAX_EVENT_BYTES:
+        raise InvalidArgument(
+            f"this change would publish a {event.event_type.value} event of {size} bytes; "
+            f"the limit is {MAX_EVENT_BYTES}",
+            hint="make the change in smaller steps (fewer items per decision or per call)",
+        )
+
+
 async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
     events = list(events)
     for event in events:
-        size = len(json.dumps(event.envelope, separators=(",", ":")).encode())
-        if size > MAX_EVENT_BYTES:
-            raise InvalidArgument(
-                f"this change would publish a {event.event_type.value} event of {size} bytes; "
-                f"the limit is {MAX_EVENT_BYTES}",
-                hint="make the change in smaller steps (fewer items per decision or per call)",
-            )
+        check_size(event)
     rows = [
         {
             "event_id": event.event_id,

@@ -15,6 +15,7 @@ from mcp.server.lowlevel import Server
 
 from services.gateway import metrics
 from services.gateway.auth import Principal
+from services.gateway.discoveries import Discoveries
 from services.gateway.errors import tool_error, tool_result
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
 from shared.errors import (
@@ -36,6 +37,7 @@ PRINCIPAL_SCOPE_KEY = "threadline.principal"
 CORRELATION_SCOPE_KEY = "threadline.correlation_id"
 
 PrincipalResolver = Callable[[Any], Awaitable[Principal]]
+DISCOVERY_TOOL = "get_workspace"  # the call that tells the gateway which case an agent works on
 
 
 def principal_from_http(ctx: Any) -> Principal:
@@ -46,7 +48,8 @@ def principal_from_http(ctx: Any) -> Principal:
     return principal
 
 
-def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, version: str) -> Server:
+def build_server(client: ServiceClient, discoveries: Discoveries, resolve_principal: PrincipalResolver,
+                 version: str) -> Server:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=mcp_tools())
 
@@ -58,8 +61,8 @@ def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, ve
         with bound(correlation_id=correlation_id, tool=params.name), continued(traceparent):
             try:
                 principal = await resolve_principal(ctx)
-                result = await _call(client, principal, params.name, params.arguments or {}, correlation_id,
-                                     traceparent)
+                result = await _call(client, discoveries, principal, params.name, params.arguments or {},
+                                     correlation_id, traceparent)
                 return tool_result(result)
             except ThreadlineError as error:
                 outcome = error.code
@@ -93,6 +96,7 @@ def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, ve
 
 async def _call(
     client: ServiceClient,
+    discoveries: Discoveries,
     principal: Principal,
     name: str,
     arguments: dict[str, Any],
@@ -110,14 +114,16 @@ async def _call(
     try:
         validate_arguments(tool, arguments)
     except ArgumentError as error:
-        raise InvalidArgument(error.message, field=error.field, hint=error.hint) from None
+        raise InvalidArgument.of(error.problems) from None
     log.info("tool_call", agent=principal.name)
-    return await client.call(
-        COMMAND_OF_TOOL[name],
-        {"actor": principal.actor().dump(), "args": arguments},
-        correlation_id=correlation_id,
-        traceparent=traceparent,
-    )
+    request: dict[str, Any] = {"actor": principal.actor().dump(), "args": arguments}
+    if "expectedCaseId" in arguments:  # the call acts on a case: on the one this agent discovered only
+        request["discoveredCaseId"] = await discoveries.of(principal.name)
+    result = await client.call(COMMAND_OF_TOOL[name], request, correlation_id=correlation_id,
+                               traceparent=traceparent)
+    if name == DISCOVERY_TOOL:
+        await discoveries.record(principal.name, result["caseId"], result["workspaceRevision"])
+    return result
 
 
 def _correlation_id(ctx: Any) -> str:

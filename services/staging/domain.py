@@ -1,22 +1,16 @@
-"""Staging rules: a proposal is stored only if it is pinned to the current ledger and fits it."""
+"""Staging rules: a call is stored as one proposal only if it is pinned to the current ledger and fits it."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from shared import ledger
-from shared.errors import InvalidArgument, StaleRevision
-
-KIND_BY_TOOL = {
-    "stage_sources": "sources",
-    "stage_claims": "claims",
-    "stage_relations": "relations",
-    "stage_merge": "merge",
-    "stage_verdict": "verdict",
-}
+from shared.contracts import Actor, Pinned
+from shared.errors import InvalidArgument, NotFound, StaleRevision
+from shared.kinds import ItemKind
+from shared.problems import Problem
 
 
 @dataclass(frozen=True)
@@ -28,7 +22,16 @@ class Proposal:
     agent_name: str
     token_id: str | None
     correlation_id: str | None
-    items: list[tuple[str, dict[str, Any]]]
+    items: list[tuple[str, dict[str, Any]]]  # (item id, the item as the call carried it)
+
+    @property
+    def item_ids(self) -> list[str]:
+        return [item_id for item_id, _ in self.items]
+
+
+def no_case(case_id: str) -> NotFound:
+    return NotFound(f"there is no case {case_id!r}", field="expectedCaseId",
+                    hint="call get_workspace first and use the caseId it returns")
 
 
 def check_pin(*, expected_case_id: str, discovered_case_id: str | None, expected_revision: int, revision: int) -> None:
@@ -43,45 +46,32 @@ def check_pin(*, expected_case_id: str, discovered_case_id: str | None, expected
         )
 
 
-def problems(kind: str, args: Mapping[str, Any], facts: ledger.LedgerFacts) -> list[ledger.Problem]:
-    """Every way the call does not fit the ledger, with fields named as in the tool arguments."""
-    found = ledger.duplicate_ids(kind, args)
-    if kind == "verdict":
-        found += ledger.check_item(kind, {"claim": args["claim"], "relations": args["relations"]}, facts)
-        return found
-    list_name = ledger.ITEM_LISTS[kind]
-    for i, payload in enumerate(args[list_name]):
-        found += [p.at(f"{list_name}[{i}]") for p in ledger.check_item(kind, payload, facts)]
-    return found
+def refusal(found: list[Problem]) -> InvalidArgument:
+    return InvalidArgument.of(found, "; nothing was staged")
 
 
-def refusal(found: list[ledger.Problem]) -> InvalidArgument:
-    first = found[0]
-    more = f" ({len(found) - 1} more problem{'s' if len(found) > 2 else ''} in details)" if len(found) > 1 else ""
-    return InvalidArgument(
-        f"{first.field}: {first.message}{more}; nothing was staged",
-        field=first.field,
-        hint=first.hint,
-        details={"problems": [p.to_dict() for p in found]},
-    )
-
-
-def new_proposal(
-    kind: str,
-    args: Mapping[str, Any],
-    *,
-    revision: int,
-    agent_name: str,
-    token_id: str | None,
-    correlation_id: str | None,
-) -> Proposal:
+def new_proposal(kind: ItemKind, args: Pinned, *, revision: int, actor: Actor, correlation_id: str | None) -> Proposal:
     return Proposal(
         proposal_id=str(uuid.uuid4()),
-        case_id=args["expectedCaseId"],
-        kind=kind,
+        case_id=args.expected_case_id,
+        kind=kind.name,
         pinned_revision=revision,
-        agent_name=agent_name,
-        token_id=token_id,
+        agent_name=actor.name,
+        token_id=actor.token_id,
         correlation_id=correlation_id,
-        items=ledger.items_of(kind, args),
+        items=[(kind.id_of(item), item.model_dump(mode="json", by_alias=True)) for item in kind.items_of(args)],
     )
+
+
+def staged_view(proposal: Proposal) -> dict[str, Any]:
+    """What the agent is told: the proposal, its pending items, and what happens next."""
+    return {
+        "proposalId": proposal.proposal_id,
+        "caseId": proposal.case_id,
+        "kind": proposal.kind,
+        "status": "pending",
+        "pinnedRevision": proposal.pinned_revision,
+        "items": [{"itemId": item_id, "status": "pending"} for item_id in proposal.item_ids],
+        "next": "A reviewer will accept or reject each item; nothing canonical changes until then. "
+        "Follow it with get_workspace scope=proposals; reviewers' notes appear in scope=guidance.",
+    }

@@ -285,7 +285,7 @@ agents = Table(  # writer: gateway — operators' assignment of an agent to a ca
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
-agent_discoveries = Table(  # writer: projection — the case each agent most recently discovered
+agent_discoveries = Table(  # writer: gateway — the case each agent most recently discovered
     "agent_discoveries",
     metadata,
     Column("agent_name", Text, primary_key=True),
