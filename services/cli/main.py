@@ -234,7 +234,8 @@ def projection_rebuild(data_dir: DataDir = None) -> None:
     settings = _settings(data_dir)
 
     async def run() -> int:
-        db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli")
+        db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli",
+                               transaction_pooler=settings.database_transaction_pooler)
         try:
             return await rebuild(SqlProjectionUnitOfWork(db, Origin(Subjects(settings.nats_prefix), "cli")))
         finally:
