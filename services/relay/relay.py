@@ -139,7 +139,6 @@ class OutboxRelay:
             log.debug("relay_published", count=len(acked))
         return len(acked)
 
-
     async def observe_outbox(self, db: asyncpg.Connection) -> None:
         """The outbox backlog for /metrics, at most once a second (the pending rows are indexed)."""
         if time.monotonic() - self.observed_at < OBSERVE_EVERY_SECONDS:
