@@ -80,7 +80,8 @@ async def test_services_through_a_transaction_pooler_with_the_relay_on_a_direct_
         # The leader's session lock is held by the relay's own (direct) session ...
         holder = await connection.fetchval(
             "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2",
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             LEADER_LOCK >> 32, LEADER_LOCK & 0xFFFFFFFF)
         assert holder == "threadline-relay"
         # ... while every other process shared the pooler's few server connections.
