@@ -1,90 +1,46 @@
 """One agent call is one trace: the gateway's HTTP span, the service's NATS spans, its PostgreSQL statements,
-and the relay's publish of the event it caused."""
+and the relay's publish of the event it caused (captured with an in-memory exporter, in a process of its own:
+see tests/tracing_probe.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-import pytest
-from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
-
-from shared.observability import configure_tracing
-from tests.events import wait_until_published
-from tests.factories import new_case, source_item
-from tests.support import Stack, new_deployment, remove_deployment
+ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-async def traced_stack(servers):
-    exporter = InMemorySpanExporter()
-    settings = await new_deployment(servers)
-    assert configure_tracing("tests", settings, exporter=exporter), "tracing was configured earlier in this process"
-    stack = await Stack(settings).start()
-    try:
-        yield stack, exporter
-    finally:
-        await stack.stop()
-        # The tracer provider stays for the rest of the session (it is global); the rest records nothing.
-        exporter.shutdown()
-        AsyncPGInstrumentor().uninstrument()
-        await remove_deployment(servers, settings)
+def traced_spans(servers) -> list[dict]:  # noqa: ANN001
+    result = subprocess.run([sys.executable, "-m", "tests.tracing_probe", servers.nats_url,
+                             servers.admin_database_url], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                            env={k: v for k, v in os.environ.items() if not k.startswith(("THREADLINE_", "OTEL_"))})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
-async def spans_of_trace(exporter: InMemorySpanExporter, wanted, timeout: float = 20.0):  # noqa: ANN001
-    """The finished spans once `wanted(spans)` holds (spans end asynchronously, after the reply)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        spans = exporter.get_finished_spans()
-        if wanted(spans) or asyncio.get_running_loop().time() > deadline:
-            return spans
-        await asyncio.sleep(0.1)
-
-
-async def test_an_mcp_call_is_one_trace_from_the_gateway_through_nats_to_postgres_and_the_event(traced_stack):
-    stack, exporter = traced_stack
-    prefix = stack.settings.nats_prefix
-    case_id = await new_case(stack)
-    agent = await stack.issue_token("agent", f"agent-{case_id}", case_id=case_id)
-    async with stack.agent(agent) as mcp:
-        workspace = (await mcp.call_tool("get_workspace", {})).structured_content
-        exporter.clear()
-        staged = await mcp.call_tool("stage_sources", {
-            "expectedCaseId": case_id, "expectedRevision": workspace["workspaceRevision"],
-            "sources": [source_item("traced-source")]})
-    assert not staged.is_error, staged
-    await wait_until_published(stack.db)
+async def test_an_mcp_call_is_one_trace_from_the_gateway_through_nats_to_postgres_and_the_event(servers):
+    spans = await asyncio.to_thread(traced_spans, servers)
+    assert spans, "no span was recorded"
+    prefix, case_id = spans[0]["prefix"], spans[0]["case"]
     command = f"{prefix}.cmd.staging.stage_sources"
+    roots = [s for s in spans if s["kind"] == "SERVER" and "/mcp" in s["name"]]
+    assert len(roots) >= 1, sorted({s["name"] for s in spans})
+    root = roots[0]
+    trace = [s for s in spans if s["trace"] == root["trace"]]
+    names = sorted({s["name"] for s in trace})
 
-    def gateway_span(spans):  # noqa: ANN001, ANN202
-        return next((s for s in spans if s.kind is SpanKind.SERVER and s.attributes.get("http.route") == "/mcp"
-                     or s.kind is SpanKind.SERVER and "/mcp" in s.name), None)
-
-    def complete(spans) -> bool:  # noqa: ANN001
-        root = gateway_span(spans)
-        if root is None:
-            return False
-        ours = [s for s in spans if s.context.trace_id == root.context.trace_id]
-        return (any(s.name == f"{command} process" for s in ours)
-                and any(s.name.startswith(f"{prefix}.events.") and s.name.endswith(" publish") for s in ours))
-
-    spans = await spans_of_trace(exporter, complete)
-    root = gateway_span(spans)
-    assert root is not None, sorted({s.name for s in spans})
-    trace = [s for s in spans if s.context.trace_id == root.context.trace_id]
-    names = sorted({s.name for s in trace})
-    scopes = {s.instrumentation_scope.name for s in trace}
-
-    assert any(s.name == f"{command} publish" and s.kind is SpanKind.PRODUCER for s in trace), names  # gateway → NATS
-    handled = next(s for s in trace if s.name == f"{command} process")
-    assert handled.kind is SpanKind.CONSUMER  # the staging service, in the gateway's trace
-    statements = [s for s in trace if s.attributes.get("db.system") in ("postgresql", "postgres")]
+    assert root["scope"].startswith("opentelemetry.instrumentation.")  # the gateway's FastAPI span
+    assert any(s["name"] == f"{command} publish" and s["kind"] == "PRODUCER" for s in trace), names
+    (handled,) = [s for s in trace if s["name"] == f"{command} process"]  # the staging service
+    assert handled["kind"] == "CONSUMER"
+    statements = [s for s in trace if s["attributes"].get("db.system") in ("postgresql", "postgres")]
     assert statements, f"no PostgreSQL span in the trace: {names}"
-    assert any("outbox" in (s.attributes.get("db.statement") or s.name).lower() for s in statements), names
-    assert any(s.parent is not None and s.parent.span_id == handled.context.span_id for s in trace), \
-        "the service's work hangs under its NATS span"
-    relayed = [s for s in trace if s.name.startswith(f"{prefix}.events.case.{case_id}.") and s.name.endswith(" publish")]
+    assert any(s["scope"] == "opentelemetry.instrumentation.asyncpg" for s in statements)
+    assert any("outbox" in str(s["attributes"].get("db.statement", s["name"])).lower() for s in statements), names
+    assert any(s["parent"] == handled["span"] for s in statements), "the service's statements hang under its span"
+    relayed = [s for s in trace if s["name"].startswith(f"{prefix}.events.case.{case_id}.") and s["kind"] == "PRODUCER"]
     assert relayed, f"the relay's publish of the event is not in the trace: {names}"
-    assert {"opentelemetry.instrumentation.fastapi", "opentelemetry.instrumentation.asyncpg"} <= scopes | {
-        s.instrumentation_scope.name.replace("asgi", "fastapi") for s in trace}, scopes
