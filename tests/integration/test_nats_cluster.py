@@ -107,12 +107,13 @@ async def cluster_stack(servers, tmp_path):
         await replicas.wait_ready()
         yield cluster, stack, replicas
     finally:
+        # Waiting for processes to exit happens off the event loop: the session's services share it.
         if replicas is not None:
-            replicas.stop()
+            await asyncio.to_thread(replicas.stop)
         if stack is not None:
             await stack.stop()
         await remove_deployment(Servers(cluster.url(CHECKS), servers.admin_database_url), settings)
-        cluster.stop()
+        await asyncio.to_thread(cluster.stop)
 
 
 class Load:
