@@ -27,6 +27,7 @@ from shared import problems
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
+from shared.observability import broker_middlewares, observe_command
 from shared.outage import outage
 from shared.settings import Settings
 from shared.subjects import OWNER, Command, Service, Subjects, owner_name
@@ -82,8 +83,9 @@ class CorrelationMiddleware(BaseMiddleware):
             finally:
                 subject = msg.raw_message.subject if msg.raw_message is not None else ""
                 if Subjects.is_command(subject):  # not health pings, nor replies arriving at a client's inbox
-                    log.info("command_handled", subject=subject,
-                             ms=round((time.perf_counter() - started) * 1000, 2))
+                    seconds = time.perf_counter() - started
+                    observe_command(subject, seconds)
+                    log.info("command_handled", subject=subject, ms=round(seconds * 1000, 2))
 
 
 def create_broker(settings: Settings, *, role: str, name: str) -> NatsBroker:
@@ -97,7 +99,7 @@ def create_broker(settings: Settings, *, role: str, name: str) -> NatsBroker:
     )
     return NatsBroker(
         **nats_options(settings, role, name=name).broker(),
-        middlewares=[CorrelationMiddleware, errors],
+        middlewares=[*broker_middlewares(name), CorrelationMiddleware, errors],
         logger=get_logger("faststream"),
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,

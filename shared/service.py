@@ -15,8 +15,10 @@ from faststream.nats import NatsMessage, NatsRouter
 from shared.contracts import command_requests
 from shared.db.session import Database
 from shared.events import Origin
+from shared.health_server import HealthServer
 from shared.logging import configure_logging, get_logger
 from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply, ok
+from shared.observability import configure_tracing, shutdown_tracing
 from shared.settings import Settings
 from shared.subjects import Command, Service, Subjects
 
@@ -85,8 +87,10 @@ async def run_service(
     """
     if own_process:
         configure_logging(service.value, settings.log_level, settings.log_format)
+        configure_tracing(service.value, settings)
     db = Database.from_url(
-        settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name=f"threadline-{service}"
+        settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name=f"threadline-{service}",
+        transaction_pooler=settings.database_transaction_pooler,
     )
     broker = create_broker(settings, role=service.value, name=f"threadline-{service}")
     subjects = Subjects(settings.nats_prefix)
@@ -101,6 +105,9 @@ async def run_service(
             loop.add_signal_handler(sig, stop.set)
 
     await broker.start()
+    health = probe_server(settings, broker, db)
+    if health is not None:
+        await health.start()
     tasks = [asyncio.create_task(keep_running(job, ctx, stop), name=getattr(job, "__name__", "background"))
              for job in background or []]
     log.info("service_started", queue=ctx.queue)
@@ -114,8 +121,11 @@ async def run_service(
             _, stuck = await asyncio.wait(tasks, timeout=BACKGROUND_STOP_SECONDS)
             for task in stuck:
                 log.error("background_task_did_not_stop", task=task.get_name())
+        if health is not None:
+            await health.stop()
         await broker.stop()
         await db.dispose()
+        shutdown_tracing()
         log.info("service_stopped")
 
 
@@ -138,6 +148,13 @@ async def keep_running(job: Background, ctx: ServiceContext, stop: asyncio.Event
             await asyncio.wait_for(stop.wait(), timeout=delay)
         except TimeoutError:
             continue
+
+def probe_server(settings: Settings, broker: Any, db: Database) -> HealthServer | None:
+    """The process's /healthz, /readyz and /metrics on THREADLINE_METRICS_PORT, when it is set."""
+    if settings.metrics_port is None:
+        return None
+    return HealthServer(settings.http_host, settings.metrics_port,
+                        {"nats": lambda: broker.ping(timeout=2.0), "postgres": db.ping})
 
 
 # --- command routing: one subscriber per command, each calling one use case in a fresh unit of work -----

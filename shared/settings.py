@@ -9,7 +9,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RUNTIME_FILE = "runtime.json"
@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     nats_tls_ca: Path | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 8700
+    http_reuse_port: bool = False  # bind the gateway's port with SO_REUSEPORT, so replicas can share it
+    # Processes per service under `threadline up`: "staging=2,gateway=2" (unset: what suits the machine).
+    replicas: str | None = None
     data_dir: Path = Path(".threadline")
     log_level: str = "INFO"
     log_format: str = Field(default="auto", pattern="^(auto|json|console)$")
@@ -52,6 +55,22 @@ class Settings(BaseSettings):
     # Tests only: `exit_after_commit:stage_claims,…` makes a service process exit right after committing
     # the named command, before it replies — what a crash at the worst moment looks like to the caller.
     failpoints: str = ""
+
+    # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a
+    # new one), so `migrate` never undoes an operator's change; 3 on a three-server NATS cluster.
+    events_replicas: int | None = Field(default=None, ge=1, le=5)
+    # A direct (session) connection for the relay's advisory lock and LISTEN, when database_url is a
+    # transaction pooler; with database_transaction_pooler every other connection goes through it
+    # without server-side statement caches.
+    relay_database_url: str | None = None
+    database_transaction_pooler: bool = False
+    # This process's /healthz, /readyz and /metrics (unset: none besides the gateway's own HTTP port).
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    # The standard OpenTelemetry variable (no THREADLINE_ prefix): traces are exported only when it is set.
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+    )
 
     # For CLI commands that act as a user: `serve gateway --stdio` (an agent token) and `review` (a
     # reviewer token, and the gateway's URL when it is not the data dir's).
@@ -84,6 +103,10 @@ class Settings(BaseSettings):
                 f"{self.data_dir / RUNTIME_FILE})"
             )
         return url
+
+    def resolved_relay_database_url(self) -> str:
+        """The relay's session connection: the direct URL when one is given, else the usual one."""
+        return self.relay_database_url or self.resolved_database_url()
 
     def resolved_nats_url(self) -> str:
         url = self.nats_url or self.runtime().get("natsUrl")

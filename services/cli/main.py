@@ -63,16 +63,25 @@ DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory
 def up(
     data_dir: DataDir = None,
     demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Load the demo case and company.")] = True,
+    replicas: Annotated[str | None, typer.Option(
+        "--replicas", help="Processes per service, e.g. staging=2,gateway=2 (default: THREADLINE_REPLICAS, "
+        "else what suits the machine).")] = None,
 ) -> None:
     """Run the whole system in the foreground (embedded NATS and PostgreSQL unless URLs are set)."""
+    from services.cli.supervision import ReplicasError, default_replicas, parse_replicas
     from services.cli.up import StartupError
     from services.cli.up import up as run_up
     from shared.logging import configure_logging
 
     settings = _settings(data_dir)
     configure_logging("up", settings.log_level, settings.log_format)
+    wanted = replicas if replicas is not None else settings.replicas
     try:
-        code = _run(run_up(settings, settings.data_dir, demo))
+        counts = parse_replicas(wanted) if wanted is not None else default_replicas()
+    except ReplicasError as error:
+        raise typer.BadParameter(str(error), param_hint="--replicas") from None
+    try:
+        code = _run(run_up(settings, settings.data_dir, demo, counts))
     except StartupError as error:
         typer.secho(f"threadline up could not start: {error}", fg="red", err=True)
         raise typer.Exit(1) from None
@@ -234,7 +243,8 @@ def projection_rebuild(data_dir: DataDir = None) -> None:
     settings = _settings(data_dir)
 
     async def run() -> int:
-        db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli")
+        db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli",
+                               transaction_pooler=settings.database_transaction_pooler)
         try:
             return await rebuild(SqlProjectionUnitOfWork(db, Origin(Subjects(settings.nats_prefix), "cli")))
         finally:

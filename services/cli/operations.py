@@ -20,7 +20,8 @@ OPERATOR = Actor(name="operator", role="admin")
 @asynccontextmanager
 async def token_store(settings: Settings) -> AsyncIterator[TokenStore]:
     """The gateway's token store, used directly (tokens live in PostgreSQL)."""
-    db = Database.from_url(settings.resolved_database_url(), pool_size=1, application_name="threadline-cli")
+    db = Database.from_url(settings.resolved_database_url(), pool_size=1, application_name="threadline-cli",
+                           transaction_pooler=settings.database_transaction_pooler)
     try:
         yield TokenStore(db)
     finally:

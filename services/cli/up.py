@@ -17,15 +17,22 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, die_with_parent
+from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, free_port, missing_embedded
+from services.cli.supervision import (
+    HEALTHY_SECONDS,
+    RESTART_FIRST_SECONDS,
+    RESTART_MAX_SECONDS,
+    Child,
+    Supervised,
+    children_of,
+)
 from shared.bootstrap import prepare
 from shared.errors import ThreadlineError
 from shared.logging import get_logger
@@ -38,12 +45,9 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
-START_ORDER = [*BACKEND_SERVICES, Service.GATEWAY]
 STOP_GRACE_SECONDS = 12.0
 LOCK_FILE = "up.lock"
-RESTART_FIRST_SECONDS = 0.5
-RESTART_MAX_SECONDS = 30.0
-HEALTHY_SECONDS = 60.0  # a child that ran this long before dying restarts at the first pause again
+__all__ = ["HEALTHY_SECONDS", "RESTART_FIRST_SECONDS", "RESTART_MAX_SECONDS", "StartupError", "Supervised", "up"]
 
 
 class StartupError(RuntimeError):
@@ -54,42 +58,14 @@ class Interrupted(Exception):
     """Asked to stop while still starting."""
 
 
-@dataclass
-class Child:
-    service: Service
-    process: asyncio.subprocess.Process | None = None
-
-
-@dataclass
-class Supervised:
-    """One thing `up` keeps running: how to start it, how to wait for its end, and its restart record."""
-
-    name: str
-    start: Callable[[], Awaitable[Any]]
-    wait: Callable[[], Awaitable[int | None]]
-    pid: Callable[[], int | None]
-    deaths: int = 0
-    started_at: float = field(default_factory=time.monotonic)
-
-    def died(self, now: float) -> float:
-        """The pause before restarting: doubles with each death, small again after a healthy minute."""
-        if now - self.started_at >= HEALTHY_SECONDS:
-            self.deaths = 0
-        return self.failed_to_start()
-
-    def failed_to_start(self) -> float:
-        self.deaths += 1
-        return min(RESTART_MAX_SECONDS, RESTART_FIRST_SECONDS * 2 ** (self.deaths - 1))
-
-
 class Supervisor:
-    def __init__(self, settings: Settings, data_dir: Path, demo: bool) -> None:
+    def __init__(self, settings: Settings, data_dir: Path, demo: bool, replicas: dict[Service, int]) -> None:
         self.settings = settings
         self.data_dir = data_dir.resolve()
         self.demo = demo
         self.nats = EmbeddedNats(self.data_dir / "nats", settings.model_copy(update={"data_dir": self.data_dir}))
         self.postgres = EmbeddedPostgres(self.data_dir / "postgres")
-        self.children: dict[Service, Child] = {s: Child(s) for s in START_ORDER}
+        self.children: list[Child] = children_of(replicas)
         self.stopping = asyncio.Event()
         self.env: dict[str, str] = {}
         self.runtime: dict[str, Any] = {}
@@ -120,6 +96,8 @@ class Supervisor:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_data_dir()
         self._check_port_free()
+        if missing := missing_embedded(nats=not self.settings.nats_url, postgres=not self.settings.database_url):
+            raise StartupError(missing)
         nats_url = self.settings.nats_url or await _starting("start the embedded NATS server", self._start_nats())
         self._checkpoint()
         database_url = self.settings.database_url or await _starting("start the embedded PostgreSQL",
@@ -143,12 +121,15 @@ class Supervisor:
                 "THREADLINE_HTTP_HOST": settings.http_host,
                 "THREADLINE_HTTP_PORT": str(settings.http_port),
                 "THREADLINE_NATS_PREFIX": settings.nats_prefix,
+                # Gateway replicas share the HTTP port: the kernel spreads connections among them.
+                "THREADLINE_HTTP_REUSE_PORT": "1" if self._gateways() > 1 else "0",
             }
         )
         self.runtime = {"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url, "pid": os.getpid(),
                         "services": {}}
-        for service in START_ORDER:
-            await self._spawn(self.children[service])
+        for child in self.children:
+            child.metrics_port = free_port()
+            await self._spawn(child)
         self._write_runtime()
         await self._wait_ready(http_url)
         self._checkpoint()
@@ -191,21 +172,14 @@ class Supervisor:
                     "stop it or set THREADLINE_HTTP_PORT"
                 ) from None
 
+    def _gateways(self) -> int:
+        return sum(c.service is Service.GATEWAY for c in self.children)
+
     async def _spawn(self, child: Child) -> None:
-        log_dir = self.data_dir / "logs"
-        log_dir.mkdir(exist_ok=True)
-        log_file = open(log_dir / f"{child.service.value}.log", "ab")  # noqa: SIM115 - owned by the child
-        child.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "services.cli.main", "serve", child.service.value,
-            env=self.env,
-            stdout=log_file,
-            stderr=log_file,
-            stdin=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        log_file.close()
-        self.runtime.setdefault("services", {})[child.service.value] = {"pid": child.process.pid}
+        await child.spawn(self.env, self.data_dir / "logs")
+        base = f"http://{self.settings.http_host}:{child.metrics_port}"
+        self.runtime.setdefault("services", {})[child.name] = {
+            "pid": child.process.pid, "healthUrl": f"{base}/healthz", "metricsUrl": f"{base}/metrics"}
 
     async def _wait_ready(self, http_url: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -244,11 +218,11 @@ class Supervisor:
                 await asyncio.sleep(0.1)
 
     def _check_children(self) -> None:
-        for child in self.children.values():
+        for child in self.children:
             if child.process is not None and child.process.returncode is not None:
                 raise StartupError(
-                    f"{child.service.value} exited with code {child.process.returncode} while starting; see "
-                    f"{self.data_dir / 'logs' / (child.service.value + '.log')}"
+                    f"{child.name} exited with code {child.process.returncode} while starting; see "
+                    f"{self.data_dir / 'logs' / (child.name + '.log')}"
                 )
 
     async def _credentials(self, nats_url: str) -> tuple[dict[str, str], bool]:
@@ -314,8 +288,8 @@ class Supervisor:
         if self.postgres.server is not None:
             self.supervised.append(Supervised("postgres", self.postgres.start, self.postgres.wait,
                                               lambda: self.postgres.pid))
-        for child in self.children.values():
-            self.supervised.append(Supervised(child.service.value, lambda c=child: self._spawn(c),
+        for child in self.children:
+            self.supervised.append(Supervised(child.name, lambda c=child: self._spawn(c),
                                               lambda c=child: c.process.wait(), lambda c=child: c.process.pid))
         tasks = [asyncio.create_task(self._supervise(s), name=f"supervise-{s.name}") for s in self.supervised]
         try:
@@ -358,8 +332,8 @@ class Supervisor:
     async def _stop(self) -> None:
         print("Stopping Threadline…", flush=True)
         # The edge first (no new work), then the services, then the servers they need.
-        await self._stop_children([self.children[Service.GATEWAY]])
-        await self._stop_children([self.children[s] for s in BACKEND_SERVICES])
+        await self._stop_children([c for c in self.children if c.service is Service.GATEWAY])
+        await self._stop_children([c for c in self.children if c.service is not Service.GATEWAY])
         await self.nats.stop()
         await self.postgres.stop()
         if self.runtime_written:  # never another `up`'s file
@@ -408,5 +382,5 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-async def up(settings: Settings, data_dir: Path, demo: bool) -> int:
-    return await Supervisor(settings, data_dir, demo).run()
+async def up(settings: Settings, data_dir: Path, demo: bool, replicas: dict[Service, int]) -> int:
+    return await Supervisor(settings, data_dir, demo, replicas).run()

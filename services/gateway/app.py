@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unava
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
 from shared.nats_auth import GATEWAY
+from shared.observability import configure_tracing, current_traceparent, instrument_http, shutdown_tracing
 from shared.outage import outage
+from shared.service import probe_server
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -64,7 +67,8 @@ class Gateway:
     @classmethod
     def connect(cls, settings: Settings) -> Gateway:
         db = Database.from_url(
-            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway"
+            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway",
+            transaction_pooler=settings.database_transaction_pooler,
         )
         broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
@@ -108,7 +112,8 @@ class CorrelationMiddleware:
         # Callers may bring their own ids; anything malformed is replaced rather than logged as given.
         supplied = headers.get("x-correlation-id", "")
         correlation_id = supplied if CORRELATION_ID.fullmatch(supplied) else new_correlation_id()
-        traceparent = headers.get("traceparent", "")
+        # The request's span when tracing is on (it continues the caller's); else the caller's context as given.
+        traceparent = current_traceparent() or headers.get("traceparent", "")
         scope.setdefault("state", {})
         scope["state"]["correlation_id"] = correlation_id
         scope["state"]["traceparent"] = traceparent if TRACEPARENT.fullmatch(traceparent) else new_traceparent()
@@ -171,9 +176,14 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         )
         app.state.mcp_manager = manager
         await gateway.start()
+        health = probe_server(settings, gateway.broker, gateway.db)
+        if health is not None:
+            await health.start()
         async with manager.run():
             log.info("gateway_started", host=settings.http_host, port=settings.http_port)
             yield
+        if health is not None:
+            await health.stop()
         await gateway.stop()
 
     app = FastAPI(
@@ -264,11 +274,20 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
     )
     app.add_middleware(CorrelationMiddleware)
+    instrument_http(app)
     return app
 
 
 async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:
     configure_logging("gateway", settings.log_level, settings.log_format)
+    configure_tracing("gateway", settings)
+    try:
+        await _serve(settings, stdio=stdio, token=token)
+    finally:
+        shutdown_tracing()
+
+
+async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
     if stdio:
         await serve_stdio(settings, token)
         return
@@ -282,7 +301,15 @@ async def main(settings: Settings, *, stdio: bool = False, token: str | None = N
         lifespan="on",
         timeout_graceful_shutdown=10,
     )
-    await uvicorn.Server(config).serve()
+    if not settings.http_reuse_port:
+        await uvicorn.Server(config).serve()
+        return
+    # Several gateway processes on one port (`up --replicas gateway=2`): the kernel spreads connections.
+    listener = socket.socket(socket.AF_INET6 if ":" in settings.http_host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind((settings.http_host, settings.http_port))
+    await uvicorn.Server(config).serve(sockets=[listener])
 
 
 async def serve_stdio(settings: Settings, token: str | None) -> None:

@@ -28,6 +28,7 @@ from shared.errors import (
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.observability import continued
 from shared.outage import outage
 from shared.problems import excerpt
 from shared.spec import ArgumentError, validate_arguments
@@ -66,11 +67,12 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
         correlation_id = _correlation_id(ctx)
         started = time.perf_counter()
         outcome = "ok"
-        with bound(correlation_id=correlation_id, tool=params.name):
+        traceparent = _traceparent(ctx)
+        with bound(correlation_id=correlation_id, tool=params.name), continued(traceparent):
             try:
                 principal = await resolve_principal(ctx)
                 result = await _call(client, discoveries, principal, params.name, params.arguments or {},
-                                     correlation_id, _traceparent(ctx))
+                                     correlation_id, traceparent)
                 return tool_result(result)
             except ThreadlineError as error:
                 outcome = error.code

@@ -15,11 +15,13 @@ from typing import Any
 import nats
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
+from prometheus_client import Gauge
 
 from services.projection import read_models
 from services.projection.repository import SqlProjectionUnitOfWork
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
+from shared.observability import message_span
 from shared.service import Meta, ServiceContext
 from shared.streams import PROJECTION_CONSUMER
 
@@ -28,6 +30,10 @@ log = get_logger(__name__)
 BATCH = 64
 RETRY_DELAY_SECONDS = 2.0
 MAX_RETRY_DELAY_SECONDS = 60.0
+LAG_CHECK_SECONDS = 5.0
+
+PROJECTION_LAG = Gauge("threadline_projection_lag_events",
+                       "Events in the stream that the projection's durable consumer has not yet delivered and acked")
 
 
 async def consume(ctx: ServiceContext) -> None:
@@ -45,10 +51,14 @@ async def consume(ctx: ServiceContext) -> None:
                           hint="run `threadline migrate` to provision the stream and its consumers")
                 await asyncio.sleep(5)
         log.info("projection_consumer_started", stream=ctx.settings.stream_name)
+        lag_checked = 0.0
         while True:
             try:
                 messages = await subscription.fetch(BATCH, timeout=1.0)
             except (TimeoutError, NatsTimeout):
+                if asyncio.get_running_loop().time() - lag_checked > LAG_CHECK_SECONDS:
+                    lag_checked = asyncio.get_running_loop().time()
+                    await _observe_lag(subscription)
                 continue
             except nats.errors.ConnectionClosedError:
                 return  # closed by shutdown: nothing more will arrive
@@ -58,8 +68,19 @@ async def consume(ctx: ServiceContext) -> None:
                 continue
             for message in messages:
                 await _handle(ctx, message)
+            if messages:
+                PROJECTION_LAG.set(messages[-1].metadata.num_pending)
     finally:
         await connection.close()
+
+
+async def _observe_lag(subscription: Any) -> None:
+    """The consumer's backlog as the server counts it (when idle: naks waiting for redelivery count too)."""
+    try:
+        info = await subscription.consumer_info()
+    except (nats.errors.Error, TimeoutError):
+        return
+    PROJECTION_LAG.set(info.num_pending + info.num_ack_pending)
 
 
 async def _handle(ctx: ServiceContext, message: Any) -> None:
@@ -74,7 +95,8 @@ async def _handle(ctx: ServiceContext, message: Any) -> None:
             return
         try:
             uow = SqlProjectionUnitOfWork.of(ctx, Meta(correlation_id=headers.get("correlation_id")))
-            applied = await read_models.apply_event(envelope, message.metadata.sequence.stream, uow)
+            with message_span(message.subject, "process", dict(headers), **{"messaging.message.id": envelope["id"]}):
+                applied = await read_models.apply_event(envelope, message.metadata.sequence.stream, uow)
             await message.ack()
             log.debug("event_applied" if applied else "event_already_applied", type=envelope.get("type"))
         except Exception as error:  # noqa: BLE001 - redeliver later; the stream keeps the event

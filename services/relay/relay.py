@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import OrderedDict
 from typing import Any
 
 import asyncpg
 import nats
 from nats.js import JetStreamContext
+from prometheus_client import Gauge
 
 from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
 from shared.nats_auth import nats_options
+from shared.observability import message_span
 from shared.settings import Settings
 from shared.subjects import Service
 
@@ -30,12 +33,20 @@ log = get_logger(__name__)
 LEADER_LOCK = 0x7468726C6E  # "thrln": one relay leader per database
 CHANNEL = "threadline_outbox"
 MAX_PARALLEL_AGGREGATES = 64
+OBSERVE_EVERY_SECONDS = 1.0
+
+RELAY_LEADER = Gauge("threadline_relay_leader", "1 while this relay process holds the leader lock, else 0")
+OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
+                       "Events committed to the outbox and not yet acknowledged by JetStream")
+OUTBOX_OLDEST_PENDING = Gauge("threadline_outbox_oldest_pending_seconds",
+                              "Age of the oldest event not yet acknowledged by JetStream (0 when none)")
 
 
 class OutboxRelay:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.published = 0
+        self.observed_at = 0.0
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Lead when possible, publish until stopped; survive database and NATS outages."""
@@ -53,8 +64,10 @@ class OutboxRelay:
         nc = None
         try:
             while not await db.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK):
+                await self.observe_outbox(db)  # a standby reports the backlog too: most telling when no one leads
                 if await _sleep_unless(stop, self.settings.relay_poll_interval):
                     return
+            RELAY_LEADER.set(1)
             log.info("relay_leading")
             nc = await nats.connect(**nats_options(self.settings, Service.RELAY.value, name="threadline-relay").client(),
                                     max_reconnect_attempts=-1, reconnect_time_wait=1)
@@ -64,6 +77,7 @@ class OutboxRelay:
             while not stop.is_set():
                 wake.clear()
                 sent = await self.publish_pending(db, js)
+                await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
                     continue
                 waiter = asyncio.create_task(wake.wait())
@@ -73,6 +87,7 @@ class OutboxRelay:
                 waiter.cancel()
                 stopper.cancel()
         finally:
+            RELAY_LEADER.set(0)
             try:
                 if nc is not None:
                     await nc.drain()
@@ -100,12 +115,11 @@ class OutboxRelay:
         async def publish_chain(chain: list[Any]) -> None:
             async with limit:
                 for row in chain:
+                    headers = _decoded(row["headers"])
                     try:
-                        ack = await js.publish(
-                            row["subject"],
-                            _body(row["envelope"]),
-                            headers=_decoded(row["headers"]),
-                        )
+                        with message_span(row["subject"], "publish", headers,
+                                          **{"messaging.message.id": headers.get("Nats-Msg-Id", "")}):
+                            ack = await js.publish(row["subject"], _body(row["envelope"]), headers=headers)
                     except Exception as exc:  # noqa: BLE001 - the rest of this chain waits for the next pass
                         log.warning("relay_publish_failed", aggregate=row["aggregate"], outbox_id=row["id"],
                                     error=repr(exc))
@@ -127,14 +141,27 @@ class OutboxRelay:
             log.debug("relay_published", count=len(acked))
         return len(acked)
 
+    async def observe_outbox(self, db: asyncpg.Connection) -> None:
+        """The outbox backlog for /metrics, at most once a second (the pending rows are indexed)."""
+        if time.monotonic() - self.observed_at < OBSERVE_EVERY_SECONDS:
+            return
+        self.observed_at = time.monotonic()
+        row = await db.fetchrow(
+            "SELECT count(*) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest "
+            "FROM outbox WHERE published_at IS NULL"
+        )
+        OUTBOX_PENDING.set(row["pending"])
+        OUTBOX_OLDEST_PENDING.set(float(row["oldest"]))
+
 
 async def _connect(settings: Settings) -> asyncpg.Connection:
     """The leader's session. Its advisory lock lasts as long as the session, so the server must notice
     when the leader is gone: TCP keepalives for a vanished host, and an idle-session timeout for a
     leader that is frozen (a leader queries at least every poll interval)."""
-    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3"}
+    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3",
+                  "application_name": "threadline-relay"}
     idle = {"idle_session_timeout": str(int(max(30.0, 10 * settings.relay_poll_interval) * 1000))}
-    dsn = asyncpg_dsn(settings.resolved_database_url())
+    dsn = asyncpg_dsn(settings.resolved_relay_database_url())
     try:
         return await asyncpg.connect(dsn, server_settings={**keepalives, **idle})
     except asyncpg.UndefinedObjectError:  # PostgreSQL before 14 has no idle_session_timeout

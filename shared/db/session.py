@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 import orjson
@@ -25,25 +27,43 @@ def asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10, application_name: str = "threadline") -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10, application_name: str = "threadline",
+                  transaction_pooler: bool = False) -> AsyncEngine:
+    # Every timestamp is read and written in UTC, whatever the server's default.
+    connect_args: dict[str, Any] = {"server_settings": {"application_name": application_name, "timezone": "UTC"}}
+    if transaction_pooler:
+        connect_args.update(pooler_connect_args())
     engine = create_async_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=False,
         pool_recycle=1800,
-        # Every timestamp is read and written in UTC, whatever the server's default.
-        connect_args={"server_settings": {"application_name": application_name, "timezone": "UTC"}},
+        connect_args=connect_args,
     )
     return engine
+
+
+def pooler_connect_args() -> dict[str, Any]:
+    """asyncpg behind a transaction pooler (PgBouncer `pool_mode = transaction`), as SQLAlchemy's asyncpg
+    dialect documents it: consecutive transactions of one client may land on different server
+    connections, so no statement may be cached across them (asyncpg's cache and SQLAlchemy's both off),
+    and the statements SQLAlchemy still prepares inside a transaction get names no other client can
+    collide with on a shared server connection."""
+    return {
+        "statement_cache_size": 0,
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": lambda: f"__asyncpg_{uuid.uuid4().hex}__",
+    }
 
 
 class Database:
     """The service's handle on PostgreSQL: a SQLAlchemy engine, and for hot paths a plain asyncpg pool."""
 
     def __init__(self, engine: AsyncEngine, *, url: str | None = None, pool_size: int = 10,
-                 application_name: str = "threadline") -> None:
+                 application_name: str = "threadline", transaction_pooler: bool = False) -> None:
         self.engine = engine
+        self.transaction_pooler = transaction_pooler
         self.url = url
         self.pool_size = pool_size
         self.application_name = application_name
@@ -51,21 +71,26 @@ class Database:
         self._pool_lock = asyncio.Lock()
 
     @classmethod
-    def from_url(cls, url: str, *, pool_size: int = 10, application_name: str = "threadline") -> Database:
-        return cls(create_engine(url, pool_size=pool_size, application_name=application_name), url=url,
-                   pool_size=pool_size, application_name=application_name)
+    def from_url(cls, url: str, *, pool_size: int = 10, application_name: str = "threadline",
+                 transaction_pooler: bool = False) -> Database:
+        engine = create_engine(url, pool_size=pool_size, application_name=application_name,
+                               transaction_pooler=transaction_pooler)
+        return cls(engine, url=url, pool_size=pool_size, application_name=application_name,
+                   transaction_pooler=transaction_pooler)
 
     async def pool(self) -> asyncpg.Pool:
         """The asyncpg pool for statements that must cost one round trip each: prepared once per
-        connection, JSON decoded with orjson, and no reset round trip when a connection is released
-        (its users leave no session state behind: transaction-scoped locks only)."""
+        connection (unless a transaction pooler is in between), JSON decoded with orjson, and no reset
+        round trip when a connection is released (its users leave no session state behind:
+        transaction-scoped locks only)."""
         if self._pool is None:
             async with self._pool_lock:
                 if self._pool is None:
                     assert self.url is not None, "a Database built from an engine alone has no asyncpg pool"
+                    pooled = {"statement_cache_size": 0} if self.transaction_pooler else {}
                     self._pool = await asyncpg.create_pool(
                         asyncpg_dsn(self.url), min_size=1, max_size=self.pool_size, init=_json_codecs,
-                        reset=_no_reset,
+                        reset=_no_reset, **pooled,
                         server_settings={"application_name": self.application_name, "timezone": "UTC"},
                     )
         return self._pool
@@ -83,6 +108,12 @@ class Database:
             await connection.execution_options(isolation_level="REPEATABLE READ")
             async with connection.begin():
                 yield connection
+
+    async def ping(self) -> bool:
+        """PostgreSQL answers (a readiness probe)."""
+        async with self.engine.connect() as connection:
+            await connection.exec_driver_sql("SELECT 1")
+        return True
 
     async def dispose(self) -> None:
         if self._pool is not None:

