@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 SLUG_PATTERN = r"^[a-z][a-z0-9-]*$"
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=SLUG_PATTERN)]
 Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
-Role = Literal["agent", "reviewer", "admin"]
+Role = Literal["agent", "reviewer", "admin", "subscriber"]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
 ClaimKind = Literal["observation", "interpretation", "prediction"]
 Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]
@@ -349,6 +349,56 @@ class DecideDelta(DeltaDecision):
     operation_id: str
 
 
+# --- webhooks --------------------------------------------------------------------------------------
+
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+Uuid = Annotated[str, StringConstraints(min_length=36, max_length=36, pattern=UUID_PATTERN)]
+EventTypeName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^threadline(\.[a-z]+)+$")]
+
+
+class RegisterWebhook(Contract):
+    """An admin registers a receiver for one case, one company or every event; `types` narrows it."""
+
+    actor: Actor
+    url: web_url(2000)
+    case_id: Slug | None = None
+    company_id: Uuid | None = None
+    types: Annotated[list[EventTypeName], Field(max_length=20)] = []
+
+    @field_validator("company_id")
+    @classmethod
+    def _one_scope(cls, company_id: str | None, info: ValidationInfo) -> str | None:
+        if company_id is not None and info.data.get("case_id") is not None:
+            raise PydanticCustomError(
+                "one_scope", "a webhook follows one case or one company, not both",
+                {"hint": "send caseId or companyId (or neither, for every event)"})
+        return company_id
+
+
+class ListWebhooks(Contract):
+    actor: Actor
+
+
+class WebhookRef(Contract):
+    actor: Actor
+    webhook_id: Uuid
+
+
+class ListDeliveries(Contract):
+    """A webhook's delivery log, newest event first."""
+
+    actor: Actor
+    webhook_id: Uuid
+    status: Literal["pending", "delivered", "failed", "all"] = "all"
+    limit: Annotated[int, Field(ge=1, le=500)] = 50
+
+
+class Redeliver(Contract):
+    actor: Actor
+    webhook_id: Uuid
+    event_id: Uuid
+
+
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
     from shared.subjects import Command
@@ -383,4 +433,10 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.LIST_DELTAS: ListDeltas,
         Command.GET_DELTA: DeltaRef,
         Command.DECIDE_DELTA: DecideDelta,
+        Command.REGISTER_WEBHOOK: RegisterWebhook,
+        Command.LIST_WEBHOOKS: ListWebhooks,
+        Command.GET_WEBHOOK: WebhookRef,
+        Command.DELETE_WEBHOOK: WebhookRef,
+        Command.LIST_DELIVERIES: ListDeliveries,
+        Command.REDELIVER: Redeliver,
     }

@@ -26,6 +26,7 @@ class EventType(StrEnum):
     THESIS_DELTA_COMMITTED = "threadline.thesis.delta.committed"
     THESIS_DELTA_DECIDED = "threadline.thesis.delta.decided"
     THESIS_CHANGED = "threadline.thesis.changed"
+    WEBHOOK_FAILING = "threadline.webhook.failing"
 
 
 class EventData(BaseModel):
@@ -307,6 +308,19 @@ class ThesisChanged(EventData):
     changes: ThesisChanges = Field(description="What changed.")
 
 
+class WebhookFailing(EventData):
+    """A webhook's receiver kept failing one event for the whole retry period; its deliveries are paused
+    (none is dropped) until an admin redelivers."""
+
+    webhook_id: str = Field(description="The webhook (see GET /api/v1/webhooks/{webhookId}/deliveries).")
+    host: str = Field(description="The receiver's host (never its whole URL, which may carry a secret).")
+    event_id: str = Field(description="The event that could not be delivered.")
+    event_type: str = Field(description="Its type.")
+    attempts: int = Field(description="How many times it was sent.")
+    first_attempt_at: str = Field(description="When the first attempt was made (ISO 8601).")
+    last_error: str | None = Field(description="What the last attempt met: a status code or a network error.")
+
+
 DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.CASE_CREATED: CaseCreated,
     EventType.PROPOSAL_STAGED: ProposalStaged,
@@ -317,6 +331,7 @@ DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.THESIS_DELTA_COMMITTED: ThesisDeltaCommitted,
     EventType.THESIS_DELTA_DECIDED: ThesisDeltaDecided,
     EventType.THESIS_CHANGED: ThesisChanged,
+    EventType.WEBHOOK_FAILING: WebhookFailing,
 }
 
 
@@ -377,6 +392,22 @@ def company_event(
         revision=revision,
         correlation_id=correlation_id,
         traceparent=traceparent,
+    )
+
+
+def webhook_event(
+    subjects: Subjects, event_type: EventType, data: EventData, *, webhook_id: str, service: str
+) -> Event:
+    return _event(
+        subjects.webhook_event(webhook_id, event_type),
+        f"webhook:{webhook_id}",
+        f"webhook/{webhook_id}",
+        event_type,
+        data,
+        service=service,
+        revision=None,
+        correlation_id=None,
+        traceparent=None,
     )
 
 

@@ -24,6 +24,7 @@ from shared.settings import Settings
 from shared.subjects import Subjects
 
 PROJECTION_CONSUMER = "projection"
+WEBHOOKS_CONSUMER = "webhooks"
 
 
 def stream_config(settings: Settings) -> StreamConfig:
@@ -57,8 +58,23 @@ def projection_consumer_config(settings: Settings) -> ConsumerConfig:
     )
 
 
+def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=WEBHOOKS_CONSUMER,
+        description="The webhooks service: each event becomes deliveries to the matching webhooks",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=10.0,
+        max_deliver=-1,
+        # One event outstanding at a time: events are recorded in stream order, whichever replica
+        # takes them and whenever one dies holding an event (it comes back before any later one).
+        max_ack_pending=1,
+        filter_subject=Subjects(settings.nats_prefix).events_wildcard,
+    )
+
+
 async def provision(js: JetStreamContext, settings: Settings) -> None:
-    """Create or update the stream and the projection's durable consumer (idempotent)."""
+    """Create or update the stream and the durable consumers of the projection and webhooks (idempotent)."""
     config = stream_config(settings)
     try:
         await js.stream_info(config.name)
@@ -67,3 +83,4 @@ async def provision(js: JetStreamContext, settings: Settings) -> None:
     else:
         await js.update_stream(config)
     await js.add_consumer(config.name, projection_consumer_config(settings))
+    await js.add_consumer(config.name, webhooks_consumer_config(settings))

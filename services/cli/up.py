@@ -114,6 +114,8 @@ class Supervisor:
                 "THREADLINE_HTTP_HOST": settings.http_host,
                 "THREADLINE_HTTP_PORT": str(settings.http_port),
                 "THREADLINE_NATS_PREFIX": settings.nats_prefix,
+                # On one machine the receivers usually are on it too (loopback); an operator may still say no.
+                "THREADLINE_WEBHOOK_ALLOW_PRIVATE": "false" if settings.webhook_allow_private is False else "true",
             }
         )
         self._write_runtime({"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url,
@@ -236,6 +238,7 @@ class Supervisor:
             f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
             f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
             f"  Events (AsyncAPI)      {http_url}/docs/asyncapi",
+            f"  Event feed (SSE)       {http_url}/api/v1/events?caseId=…   webhooks: {http_url}/api/v1/webhooks",
             f"  NATS                   {redacted(nats_url)}   events stream {self.settings.stream_name}",
             f"  PostgreSQL             {redacted(database_url)}",
             f"  Data dir               {self.data_dir}   (logs in {self.data_dir / 'logs'})",

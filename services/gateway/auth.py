@@ -17,7 +17,7 @@ from shared.db.session import Database
 from shared.db.tables import agents, api_tokens, cases
 from shared.errors import Forbidden, InvalidArgument, NotFound, Unauthenticated
 
-ROLES = ("agent", "reviewer", "admin")
+ROLES = ("agent", "reviewer", "admin", "subscriber")
 TOKEN_PREFIX = "tl_"
 
 
