@@ -31,6 +31,7 @@ class Receiver:
     """`async with Receiver(script=[500, 500]) as r:` answers 500 twice, then 200 to everything."""
 
     script: list[int | str] = field(default_factory=list)
+    delay: float = 0.0  # seconds before each answer: a slow receiver
     requests: list[Received] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -63,6 +64,10 @@ class Receiver:
     def release(self) -> None:
         self._released.set()
 
+    def recover(self) -> None:
+        """From now on answer 200 to everything."""
+        self._script.clear()
+
     async def _app(self, scope: dict, receive: Any, send: Any) -> None:
         body = b""
         while True:
@@ -79,6 +84,8 @@ class Receiver:
         if answer == HOLD:
             await self._released.wait()
             answer = 200
+        if self.delay:
+            await asyncio.sleep(self.delay)
         async with self._arrived:
             received.status = int(answer)
             self._arrived.notify_all()

@@ -12,7 +12,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.webhooks.domain import Webhook
-from shared.db.tables import cases, companies, webhook_attempts, webhook_deliveries, webhook_events, webhooks
+from shared.db.tables import cases, companies
+from shared.db.webhook_tables import webhook_attempts, webhook_deliveries, webhook_events, webhooks
 
 # Recording an event takes this lock shared, a registration exclusively: a registration then sees every
 # event recorded before it, and every event recorded after it sees the registration (none falls between).
