@@ -20,6 +20,7 @@ from shared.service import ServiceContext
 log = get_logger(__name__)
 
 CLAIM_RETRY_SECONDS = 2.0
+STOP_SECONDS = 2.0
 
 
 async def deliver(ctx: ServiceContext, wake: asyncio.Event) -> None:
@@ -57,10 +58,12 @@ async def deliver(ctx: ServiceContext, wake: asyncio.Event) -> None:
             except TimeoutError:
                 pass
     finally:
+        # Bounded, like every stop: what is not recorded by then is sent again (at least once).
         unfinished = list(running.values())
         for task in list(running):
             task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        if running:
+            await asyncio.wait(list(running), timeout=STOP_SECONDS)
         await _hand_back(ctx, unfinished)
         await sender.close()
 
@@ -87,7 +90,7 @@ async def _hand_back(ctx: ServiceContext, unfinished: list[use_cases.Claimed]) -
     if not unfinished:
         return
     try:
-        async with asyncio.timeout(5.0):
+        async with asyncio.timeout(STOP_SECONDS):
             async with ctx.db.transaction() as connection:
                 for item in unfinished:
                     await repository.release(connection, item.webhook_id, item.event_id, item.lease_token)

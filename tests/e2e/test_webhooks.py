@@ -192,7 +192,12 @@ async def test_the_documented_feed_reader_resumes_where_it_stopped(stack, tmp_pa
     async with agent_session(stack) as agent:
         await accept_sources(agent, 2)
         await wait_until_published(stack.db)
-        token = await stack.issue_token("subscriber", "reader")
+        created = await asyncio.to_thread(subprocess.run, [str(THREADLINE), "token", "create", "--role", "subscriber",
+                                                           "--name", "reader"], env=stack.environment(),
+                                          capture_output=True, text=True, timeout=60)
+        assert created.returncode == 0, created.stderr
+        token = created.stdout.strip()
+        assert token.startswith("tl_subscriber_")
         command = [sys.executable, str(ROOT / "docs" / "examples" / "feed_reader.py"), "--case", agent.case_id,
                    "--state", str(tmp_path / "feed.state"), "--exit-when-idle", "2"]
         env = {"THREADLINE_URL": stack.http_url, "THREADLINE_TOKEN": token, "PATH": "/usr/bin:/bin"}
