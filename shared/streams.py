@@ -64,11 +64,9 @@ def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:
         description="The webhooks service: each event becomes deliveries to the matching webhooks",
         deliver_policy=DeliverPolicy.ALL,
         ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=10.0,
+        ack_wait=30.0,
         max_deliver=-1,
-        # One event outstanding at a time: events are recorded in stream order, whichever replica
-        # takes them and whenever one dies holding an event (it comes back before any later one).
-        max_ack_pending=1,
+        max_ack_pending=1000,
         filter_subject=Subjects(settings.nats_prefix).events_wildcard,
     )
 

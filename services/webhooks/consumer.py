@@ -1,10 +1,11 @@
 """The webhooks service's event consumer: the durable `webhooks` consumer of the event stream.
 
-Each event becomes deliveries for the webhooks it is for, in one transaction, and is acknowledged only
-after that committed; recording is idempotent (a delivery's key is its webhook and event), so a
-redelivered event changes nothing. The consumer lets one event be outstanding at a time
-(`max_ack_pending=1`, provisioned by `migrate`): events are recorded in stream order whichever replica
-takes them and however often one crashes mid-event, and the senders' per-case order rests on that.
+Each batch of events becomes deliveries for the webhooks they are for, in one transaction, and is
+acknowledged only after that committed. Events are recorded strictly in stream order — the senders'
+per-case order rests on it — whichever replica takes them and however often one dies holding some:
+the transaction locks the position (the last sequence recorded), skips what lies at or below it
+(redeliveries change nothing), and stops at an event whose predecessor is still out, which is handed
+back to come again after it. The consumer is provisioned by `migrate`; this code only binds to it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 
 from services.webhooks import use_cases
-from shared.logging import bound, get_logger
+from shared.logging import get_logger
 from shared.service import ServiceContext
 from shared.streams import WEBHOOKS_CONSUMER
 
 log = get_logger(__name__)
 
+BATCH = 64
 RETRY_DELAY_SECONDS = 1.0
 MAX_RETRY_DELAY_SECONDS = 30.0
+WAIT_FOR_PREDECESSOR_TRIES = 5
+PREDECESSOR_WAIT_SECONDS = 0.05
 
 
 async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
@@ -43,9 +47,10 @@ async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
                           hint="run `threadline migrate` to provision the stream and its consumers")
                 await asyncio.sleep(5)
         log.info("webhooks_consumer_started", stream=ctx.settings.stream_name)
+        failures = 0
         while True:
             try:
-                messages = await subscription.fetch(1, timeout=1.0)
+                messages = await subscription.fetch(BATCH, timeout=1.0)
             except (TimeoutError, NatsTimeout):
                 continue
             except nats.errors.ConnectionClosedError:
@@ -54,33 +59,52 @@ async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
                 log.warning("webhooks_fetch_failed", error=repr(error))
                 await asyncio.sleep(RETRY_DELAY_SECONDS)
                 continue
-            for message in messages:
-                await _handle(ctx, message, wake)
+            failures = 0 if await _handle(ctx, js, messages, wake, failures) else failures + 1
     finally:
         await connection.close()
 
 
-async def _handle(ctx: ServiceContext, message: Any, wake: asyncio.Event) -> None:
-    headers = message.headers or {}
-    with bound(correlation_id=headers.get("correlation_id"), event_id=headers.get("Nats-Msg-Id")):
-        envelope = _usable(message.data)
+async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: asyncio.Event, failures: int) -> bool:
+    """Record one batch; acknowledge what was recorded, hand back the rest. False when recording failed."""
+    if not messages:
+        return True
+    batch = [(m.metadata.sequence.stream, _usable(m.data)) for m in messages]
+    for message, (stream_seq, envelope) in zip(messages, batch, strict=True):
         if envelope is None:
-            log.error("event_unusable", subject=message.subject, stream_seq=message.metadata.sequence.stream)
-            await message.term()
-            return
+            log.error("event_unusable", subject=message.subject, stream_seq=stream_seq)
+
+    async def first_after(position: int) -> int | None:
         try:
-            made = await use_cases.record_event(ctx, envelope, message.metadata.sequence.stream)
-        except Exception as error:  # noqa: BLE001 - the stream keeps the event; it comes back
-            attempt = message.metadata.num_delivered or 1
-            delay = min(MAX_RETRY_DELAY_SECONDS, RETRY_DELAY_SECONDS * 2 ** min(attempt - 1, 5))
-            log.warning("event_record_failed", error=repr(error), subject=message.subject, attempt=attempt,
-                        retry_in=delay)
-            await message.nak(delay=delay)
-            return
-        await message.ack()
-        if made:
-            log.debug("event_recorded", type=envelope["type"], deliveries=made)
-            wake.set()
+            return (await js.get_msg(ctx.settings.stream_name, seq=position + 1,
+                                     subject=ctx.subjects.events_wildcard, next=True)).seq
+        except NotFoundError:
+            return None
+
+    recorded = None
+    for attempt in range(WAIT_FOR_PREDECESSOR_TRIES):
+        try:
+            recorded = await use_cases.record_events(ctx, batch, first_after)
+        except Exception as error:  # noqa: BLE001 - the stream keeps the events; they come back
+            delay = min(MAX_RETRY_DELAY_SECONDS, RETRY_DELAY_SECONDS * 2 ** min(failures, 5))
+            log.warning("events_record_failed", error=repr(error), count=len(messages), retry_in=delay)
+            for message in messages:
+                await message.nak(delay=delay)
+            return False
+        if recorded.position >= min(seq for seq, _ in batch) or attempt == WAIT_FOR_PREDECESSOR_TRIES - 1:
+            break
+        # Another replica is most likely recording the events before these right now.
+        await asyncio.sleep(PREDECESSOR_WAIT_SECONDS)
+    for message, (stream_seq, envelope) in zip(messages, batch, strict=True):
+        if stream_seq > recorded.position:
+            await message.nak(delay=RETRY_DELAY_SECONDS)  # its predecessor is still out: after it
+        elif envelope is None:
+            await message.term()  # never a usable event: redelivering it would not help
+        else:
+            await message.ack()
+    if recorded.deliveries:
+        log.debug("events_recorded", count=len(messages), deliveries=recorded.deliveries)
+        wake.set()
+    return True
 
 
 def _usable(data: bytes) -> dict[str, Any] | None:

@@ -50,6 +50,18 @@ def aggregate_of(envelope: dict) -> str | None:
     return f"{kind}:{key}" if kind in ("case", "company", "webhook") and key else None
 
 
+def comes_next(position: int, stream_seq: int, first_after_position: int | None) -> bool:
+    """Whether the event at `stream_seq` is the next to record after `position` (the last recorded).
+
+    Events are recorded in stream order, whatever order the consumer hands them over in (a replica that
+    died holding some gives them back later): the next is `position + 1`, unless the stream no longer has
+    what lies between (`first_after_position`, the first event it holds after `position`, is this one).
+    """
+    if stream_seq == position + 1:
+        return True
+    return first_after_position is None or first_after_position >= stream_seq
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with jitter, for at most `give_up_after` seconds after the first attempt."""

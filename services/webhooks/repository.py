@@ -13,7 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.webhooks.domain import Webhook
 from shared.db.tables import cases, companies
-from shared.db.webhook_tables import webhook_attempts, webhook_deliveries, webhook_events, webhooks
+from shared.db.webhook_tables import (
+    webhook_attempts,
+    webhook_deliveries,
+    webhook_events,
+    webhook_ingest,
+    webhooks,
+)
 
 # Recording an event takes this lock shared, a registration exclusively: a registration then sees every
 # event recorded before it, and every event recorded after it sees the registration (none falls between).
@@ -104,6 +110,16 @@ async def set_status(connection: AsyncConnection, webhook_id: str, status: str) 
     else:
         values["deleted_at"] = func.now()
     await connection.execute(update(webhooks).where(webhooks.c.webhook_id == webhook_id).values(**values))
+
+
+async def lock_position(connection: AsyncConnection) -> int:
+    """The last stream sequence recorded, locked: one replica records at a time, in stream order."""
+    row = await connection.execute(select(webhook_ingest.c.stream_seq).where(webhook_ingest.c.id == 1).with_for_update())
+    return row.scalar_one()
+
+
+async def set_position(connection: AsyncConnection, stream_seq: int) -> None:
+    await connection.execute(update(webhook_ingest).where(webhook_ingest.c.id == 1).values(stream_seq=stream_seq))
 
 
 async def record_event(connection: AsyncConnection, *, event_id: str, stream_seq: int, aggregate: str,

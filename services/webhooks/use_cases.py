@@ -7,6 +7,7 @@ import base64
 import random
 import secrets
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -151,22 +152,42 @@ def _delivery_view(row: Any) -> dict[str, Any]:
 # --- the jobs' steps --------------------------------------------------------------------------------
 
 
-async def record_event(ctx: ServiceContext, envelope: dict[str, Any], stream_seq: int) -> int:
-    """Turn one event into deliveries for the webhooks it is for (idempotent); how many it made."""
-    aggregate = domain.aggregate_of(envelope)
-    if aggregate is None:
-        return 0
+@dataclass(frozen=True)
+class Recorded:
+    position: int  # every event up to this stream sequence is recorded (or was not one: see `unusable`)
+    deliveries: int
+
+
+async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, Any] | None]],
+                        first_after: Callable[[int], Awaitable[int | None]]) -> Recorded:
+    """Turn a batch of events (stream sequence, envelope or None when it is no usable event) into
+    deliveries for the webhooks each is for, in stream order, in one transaction; idempotent. Stops
+    before an event whose predecessor has not been recorded yet (`first_after` asks the stream)."""
+    made = 0
     async with ctx.db.transaction() as connection:
+        position = await repo.lock_position(connection)
         await repo.lock_registrations_shared(connection)
-        receivers = [w.webhook_id for w in await repo.live_webhooks(connection)
-                     if w.receives(aggregate, envelope["type"], stream_seq)]
-        if receivers:
-            await repo.record_event(connection, event_id=envelope["id"], stream_seq=stream_seq, aggregate=aggregate,
-                                    event_type=envelope["type"], revision=envelope.get("revision"),
-                                    envelope=envelope)
-            await repo.add_deliveries(connection, receivers, event_id=envelope["id"], stream_seq=stream_seq,
-                                      aggregate=aggregate)
-    return len(receivers)
+        live = await repo.live_webhooks(connection)
+        for stream_seq, envelope in sorted(batch, key=lambda item: item[0]):
+            if stream_seq <= position:
+                continue  # recorded before: a redelivery
+            gap = stream_seq != position + 1
+            if not domain.comes_next(position, stream_seq, await first_after(position) if gap else None):
+                break
+            position = stream_seq
+            aggregate = domain.aggregate_of(envelope) if envelope is not None else None
+            if aggregate is None:
+                continue
+            receivers = [w.webhook_id for w in live if w.receives(aggregate, envelope["type"], stream_seq)]
+            if receivers:
+                await repo.record_event(connection, event_id=envelope["id"], stream_seq=stream_seq,
+                                        aggregate=aggregate, event_type=envelope["type"],
+                                        revision=envelope.get("revision"), envelope=envelope)
+                await repo.add_deliveries(connection, receivers, event_id=envelope["id"], stream_seq=stream_seq,
+                                          aggregate=aggregate)
+                made += len(receivers)
+        await repo.set_position(connection, position)
+    return Recorded(position, made)
 
 
 @dataclass(frozen=True)

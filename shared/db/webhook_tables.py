@@ -46,6 +46,14 @@ webhooks = Table(  # writer: webhooks — receivers registered by admins
     CheckConstraint("case_id IS NULL OR company_id IS NULL", name="one_scope"),
 )
 
+webhook_ingest = Table(  # writer: webhooks — one row: the last stream sequence turned into deliveries
+    "webhook_ingest",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("stream_seq", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="one_row"),
+)
+
 webhook_events = Table(  # writer: webhooks — each event some webhook must receive, kept for its deliveries
     "webhook_events",
     metadata,
@@ -80,9 +88,10 @@ webhook_deliveries = Table(  # writer: webhooks — one event to one webhook: it
     PrimaryKeyConstraint("webhook_id", "event_id"),
     CheckConstraint("status IN ('pending', 'delivered', 'failed')", name="status_known"),
 )
-# The order a webhook's events go out in: per aggregate (a case or a company), by stream sequence.
+# The order a webhook's events go out in: per aggregate (a case or a company), by stream sequence. Only
+# the undelivered matter to the order, and they stay few however long the history grows.
 Index("ix_webhook_deliveries_chain", webhook_deliveries.c.webhook_id, webhook_deliveries.c.aggregate,
-      webhook_deliveries.c.stream_seq)
+      webhook_deliveries.c.stream_seq, postgresql_where=text("status <> 'delivered'"))
 Index("ix_webhook_deliveries_due", webhook_deliveries.c.next_attempt_at,
       postgresql_where=text("status = 'pending'"))
 

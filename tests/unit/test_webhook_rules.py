@@ -14,6 +14,7 @@ from services.webhooks.domain import (
     accepted,
     aggregate_of,
     check_url,
+    comes_next,
     excerpt,
     outcome,
     refused_address,
@@ -48,6 +49,13 @@ def test_the_aggregate_comes_from_the_cloudevents_subject():
     assert aggregate_of({"subject": "company/1234"}) == "company:1234"
     assert aggregate_of({"subject": "other/x"}) is None
     assert aggregate_of({}) is None
+
+
+def test_events_are_recorded_in_stream_order_and_a_gap_only_where_the_stream_has_nothing():
+    assert comes_next(4, 5, None)
+    assert not comes_next(4, 7, first_after_position=5), "5 and 6 are still out: 7 waits for them"
+    assert comes_next(4, 7, first_after_position=7), "5 and 6 are gone from the stream (retention)"
+    assert comes_next(0, 120, first_after_position=None)
 
 
 def test_retries_back_off_exponentially_with_jitter_up_to_the_cap():

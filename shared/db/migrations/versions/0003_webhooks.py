@@ -26,6 +26,13 @@ def upgrade() -> None:
     sa.Column('recorded_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
     sa.PrimaryKeyConstraint('event_id', name=op.f('pk_webhook_events'))
     )
+    op.create_table('webhook_ingest',
+    sa.Column('id', sa.Integer(), autoincrement=False, nullable=False),
+    sa.Column('stream_seq', sa.BigInteger(), nullable=False),
+    sa.CheckConstraint('id = 1', name=op.f('ck_webhook_ingest_one_row')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_webhook_ingest'))
+    )
+    op.execute("INSERT INTO webhook_ingest (id, stream_seq) VALUES (1, 0)")
     op.create_table('webhooks',
     sa.Column('webhook_id', sa.UUID(as_uuid=False), nullable=False),
     sa.Column('url', sa.Text(), nullable=False),
@@ -65,7 +72,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['webhook_id'], ['webhooks.webhook_id'], name=op.f('fk_webhook_deliveries_webhook_id_webhooks')),
     sa.PrimaryKeyConstraint('webhook_id', 'event_id', name=op.f('pk_webhook_deliveries'))
     )
-    op.create_index('ix_webhook_deliveries_chain', 'webhook_deliveries', ['webhook_id', 'aggregate', 'stream_seq'], unique=False)
+    op.create_index('ix_webhook_deliveries_chain', 'webhook_deliveries', ['webhook_id', 'aggregate', 'stream_seq'], unique=False, postgresql_where=sa.text("status <> 'delivered'"))
     op.create_index('ix_webhook_deliveries_due', 'webhook_deliveries', ['next_attempt_at'], unique=False, postgresql_where=sa.text("status = 'pending'"))
     op.create_table('webhook_attempts',
     sa.Column('id', sa.BigInteger(), sa.Identity(always=False), nullable=False),
@@ -93,7 +100,8 @@ def downgrade() -> None:
     op.drop_index('ix_webhook_attempts_delivery', table_name='webhook_attempts')
     op.drop_table('webhook_attempts')
     op.drop_index('ix_webhook_deliveries_due', table_name='webhook_deliveries', postgresql_where=sa.text("status = 'pending'"))
-    op.drop_index('ix_webhook_deliveries_chain', table_name='webhook_deliveries')
+    op.drop_index('ix_webhook_deliveries_chain', table_name='webhook_deliveries', postgresql_where=sa.text("status <> 'delivered'"))
     op.drop_table('webhook_deliveries')
     op.drop_table('webhooks')
     op.drop_table('webhook_events')
+    op.drop_table('webhook_ingest')
