@@ -30,7 +30,6 @@ Confidence = Literal["established", "supported", "disputed", "unknown", "contrad
 RelationType = Literal["supports", "contradicts", "qualifies", "amplifies"]
 Focus = Literal["unresolved", "primary_evidence", "all"]
 Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guidance", "all"]
-ProposalKind = Literal["sources", "claims", "relations", "merge", "verdict"]
 
 
 def _storable(value: str) -> str:
@@ -140,6 +139,13 @@ class VerdictRelation(RelationItem):
     type: Literal["supports", "contradicts", "qualifies"]
 
 
+class VerdictPatch(Contract):
+    """A stage_verdict call's one item: the verdict claim and every relation of the patch, decided whole."""
+
+    claim: VerdictClaim
+    relations: Annotated[list[VerdictRelation], Field(min_length=1, max_length=6)]
+
+
 class Pinned(Contract):
     expected_case_id: Slug
     expected_revision: Revision
@@ -190,10 +196,15 @@ A = TypeVar("A", bound=BaseModel)
 
 
 class ToolRequest(Contract, Generic[A]):
-    """An agent's tool call, after the gateway validated it against the spec schema."""
+    """An agent's tool call, after the gateway validated it against the spec schema.
+
+    `discovered_case_id` is the case the agent most recently discovered with get_workspace, as the
+    gateway (which keeps that per agent) knows it: calls that name a case act only on that one.
+    """
 
     actor: Actor
     args: A
+    discovered_case_id: Slug | None = None
 
 
 class ProposeClaimDeltaRequest(Contract):
@@ -349,59 +360,10 @@ class DecideDelta(DeltaDecision):
     operation_id: str
 
 
-# --- webhooks --------------------------------------------------------------------------------------
-
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-Uuid = Annotated[str, StringConstraints(min_length=36, max_length=36, pattern=UUID_PATTERN)]
-EventTypeName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^threadline(\.[a-z]+)+$")]
-
-
-class RegisterWebhook(Contract):
-    """An admin registers a receiver for one case, one company or every event; `types` narrows it."""
-
-    actor: Actor
-    url: web_url(2000)
-    case_id: Slug | None = None
-    company_id: Uuid | None = None
-    types: Annotated[list[EventTypeName], Field(max_length=20)] = []
-
-    @field_validator("company_id")
-    @classmethod
-    def _one_scope(cls, company_id: str | None, info: ValidationInfo) -> str | None:
-        if company_id is not None and info.data.get("case_id") is not None:
-            raise PydanticCustomError(
-                "one_scope", "a webhook follows one case or one company, not both",
-                {"hint": "send caseId or companyId (or neither, for every event)"})
-        return company_id
-
-
-class ListWebhooks(Contract):
-    actor: Actor
-
-
-class WebhookRef(Contract):
-    actor: Actor
-    webhook_id: Uuid
-
-
-class ListDeliveries(Contract):
-    """A webhook's delivery log, newest event first."""
-
-    actor: Actor
-    webhook_id: Uuid
-    status: Literal["pending", "delivered", "failed", "all"] = "all"
-    limit: Annotated[int, Field(ge=1, le=500)] = 50
-
-
-class Redeliver(Contract):
-    actor: Actor
-    webhook_id: Uuid
-    event_id: Uuid
-
-
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
     from shared.subjects import Command
+    from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
     return {
         Command.STAGE_SOURCES: ToolRequest[StageSourcesArgs],

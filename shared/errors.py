@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from shared.problems import Problem
 
 
 class ThreadlineError(Exception):
-    """An error a caller can act on: a code, a message, the field at fault and how to fix it."""
+    """An error a caller can act on: a code, a message, the field at fault and how to fix it, and — when
+    a call has several faults — every one of them (`problems`, each with its field and fix)."""
 
     code: ClassVar[str] = "internal"
 
@@ -17,12 +22,23 @@ class ThreadlineError(Exception):
         field: str | None = None,
         hint: str | None = None,
         details: dict[str, Any] | None = None,
+        problems: Sequence[Problem | dict[str, str]] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.hint = hint
         self.details = details or {}
+        self.problems = [x if isinstance(x, dict) else x.to_dict() for x in problems]
+
+    @classmethod
+    def of(cls, problems: Sequence[Problem], what: str = "") -> ThreadlineError:
+        """One refusal naming every problem: the first in the message, all of them in `problems`."""
+        first = problems[0]
+        more = len(problems) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''}: see problems)" if more else ""
+        return cls(f"{first.field}: {first.message}{tail}{what}", field=first.field, hint=first.hint,
+                   problems=problems)
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -30,6 +46,8 @@ class ThreadlineError(Exception):
             body["field"] = self.field
         if self.hint is not None:
             body["hint"] = self.hint
+        if self.problems:
+            body["problems"] = self.problems
         if self.details:
             body["details"] = self.details
         return body
@@ -133,4 +151,5 @@ def from_dict(body: dict[str, Any]) -> ThreadlineError:
         field=body.get("field"),
         hint=body.get("hint"),
         details=body.get("details"),
+        problems=body.get("problems") or (),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -51,6 +52,9 @@ class ProposalStaged(EventData):
     item_ids: list[str]
     agent: str
     pinned_revision: int
+    staged_revision: int | None = Field(
+        default=None, description="The revision it was checked against and stored at: its pin, or the newer "
+        "revision it was rebased onto when the ledger moved on in nothing it depends on.")
 
 
 class ProposalDecided(EventData):
@@ -347,99 +351,69 @@ class Event(BaseModel):
     envelope: dict[str, Any]
 
 
-def case_event(
-    subjects: Subjects,
-    event_type: EventType,
-    data: EventData,
-    *,
-    case_id: str,
-    service: str,
-    revision: int | None = None,
-    correlation_id: str | None = None,
-    traceparent: str | None = None,
-) -> Event:
-    return _event(
-        subjects.case_event(case_id, event_type),
-        f"case:{case_id}",
-        f"case/{case_id}",
-        event_type,
-        data,
-        service=service,
-        revision=revision,
-        correlation_id=correlation_id,
-        traceparent=traceparent,
-    )
+TYPE_OF: dict[type[EventData], EventType] = {schema: event_type for event_type, schema in DATA_SCHEMAS.items()}
 
 
-def company_event(
-    subjects: Subjects,
-    event_type: EventType,
-    data: EventData,
-    *,
-    company_id: str,
-    service: str,
-    revision: int | None = None,
-    correlation_id: str | None = None,
-    traceparent: str | None = None,
-) -> Event:
-    return _event(
-        subjects.company_event(company_id, event_type),
-        f"company:{company_id}",
-        f"company/{company_id}",
-        event_type,
-        data,
-        service=service,
-        revision=revision,
-        correlation_id=correlation_id,
-        traceparent=traceparent,
-    )
+@dataclass(frozen=True)
+class Aggregate:
+    """What an event is about — a case or a company — and so its subject and ordering key."""
+
+    kind: Literal["case", "company", "webhook"]
+    id: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+    def subject(self, subjects: Subjects, event_type: EventType) -> str:
+        if self.kind == "case":
+            return subjects.case_event(self.id, event_type)
+        if self.kind == "webhook":
+            return subjects.webhook_event(self.id, event_type)
+        return subjects.company_event(self.id, event_type)
 
 
-def webhook_event(
-    subjects: Subjects, event_type: EventType, data: EventData, *, webhook_id: str, service: str
-) -> Event:
-    return _event(
-        subjects.webhook_event(webhook_id, event_type),
-        f"webhook:{webhook_id}",
-        f"webhook/{webhook_id}",
-        event_type,
-        data,
-        service=service,
-        revision=None,
-        correlation_id=None,
-        traceparent=None,
-    )
+def case(case_id: str) -> Aggregate:
+    return Aggregate("case", case_id)
 
 
-def _event(
-    subject: str,
-    aggregate: str,
-    ce_subject: str,
-    event_type: EventType,
-    data: EventData,
-    *,
-    service: str,
-    revision: int | None,
-    correlation_id: str | None,
-    traceparent: str | None,
-) -> Event:
-    if not isinstance(data, DATA_SCHEMAS[event_type]):
-        raise TypeError(f"{event_type} carries {DATA_SCHEMAS[event_type].__name__}, not {type(data).__name__}")
+def company(company_id: str) -> Aggregate:
+    return Aggregate("company", company_id)
+
+
+def webhook(webhook_id: str) -> Aggregate:
+    return Aggregate("webhook", webhook_id)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an event comes from: the service that emits it and the request behind it."""
+
+    subjects: Subjects
+    service: str
+    correlation_id: str | None = None
+    traceparent: str | None = None
+
+
+def new_event(origin: Origin, aggregate: Aggregate, data: EventData, *, revision: int | None = None) -> Event:
+    """The CloudEvents envelope of one change, its type given by its data."""
+    event_type = TYPE_OF[type(data)]
     event_id = str(uuid.uuid4())
     envelope: dict[str, Any] = {
         "specversion": SPEC_VERSION,
         "id": event_id,
-        "source": f"/threadline/{service}",
+        "source": f"/threadline/{origin.service}",
         "type": event_type.value,
-        "subject": ce_subject,
+        "subject": f"{aggregate.kind}/{aggregate.id}",
         "time": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
         "datacontenttype": "application/json",
         "data": data.model_dump(mode="json", by_alias=True),
     }
     if revision is not None:
         envelope["revision"] = revision
-    if correlation_id:
-        envelope["correlationid"] = correlation_id
-    if traceparent:
-        envelope["traceparent"] = traceparent
-    return Event(event_id=event_id, event_type=event_type, aggregate=aggregate, subject=subject, envelope=envelope)
+    if origin.correlation_id:
+        envelope["correlationid"] = origin.correlation_id
+    if origin.traceparent:
+        envelope["traceparent"] = origin.traceparent
+    return Event(event_id=event_id, event_type=event_type, aggregate=aggregate.key,
+                 subject=aggregate.subject(origin.subjects, event_type), envelope=envelope)

@@ -1,48 +1,35 @@
-"""Ledger rules: whether staged items fit the canonical ledger. Pure functions, no I/O.
+"""Ledger facts and rules: what the canonical ledger holds about the ids a staged item names. Pure, no I/O.
 
-Staging applies them when an agent stages a proposal; review applies them again, item by item, against
-the ledger as it is when a reviewer accepts, because the ledger may have moved on in between.
+Staging applies the rules when an agent stages a proposal; review applies them again, item by item,
+against the ledger as it is when a reviewer accepts, because the ledger may have moved on in between.
+The kinds of staged item (shared/kinds.py) say which rules apply to each.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from shared.errors import WrongCase
+from shared.problems import Problem
 
 ACTIVE = "active"
+VERDICT = "verdict"  # the claim kind (and lane) of a case's verdict
 
-RECORD_NAMESPACE = {
-    "sources": "sources",
-    "claims": "claims",
-    "relations": "relations",
-    "merge": "groups",
-    "verdict": "claims",
-}
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why an item cannot be staged or accepted: the field at fault and how to fix it."""
-
-    field: str
-    message: str
-    hint: str
-
-    def at(self, prefix: str) -> Problem:
-        return Problem(f"{prefix}.{self.field}" if self.field else prefix, self.message, self.hint)
-
-    def to_dict(self) -> dict[str, str]:
-        return {"field": self.field, "message": self.message, "hint": self.hint}
+__all__ = ["ACTIVE", "VERDICT", "ClaimFact", "LedgerFacts", "LedgerWriter", "Problem", "Provenance", "RecordHistory",
+           "References"]
 
 
 @dataclass(frozen=True)
 class ClaimFact:
     kind: str
     status: str
+
+    @property
+    def is_verdict(self) -> bool:
+        return self.kind == VERDICT
 
 
 @dataclass(frozen=True)
@@ -62,16 +49,38 @@ class References:
             self.groups | other.groups,
         )
 
+    @classmethod
+    def union(cls, refs: Iterable[References]) -> References:
+        total = cls()
+        for ref in refs:
+            total = total | ref
+        return total
+
+
+@dataclass(frozen=True)
+class RecordHistory:
+    """When a canonical record came (the revision that installed it) and went (retired or superseded)."""
+
+    status: str
+    introduced: int
+    ended: int | None = None
+
 
 @dataclass
 class LedgerFacts:
-    """What the ledger holds about the referenced ids: their status, or absence."""
+    """What the ledger holds about the referenced ids: their status, or absence (plus the active verdict).
+
+    `history` (record, id) → RecordHistory and `verdict_slot_changed` (the last revision that installed or
+    ended a verdict) are filled where a call is rebased onto a newer revision than its pin.
+    """
 
     revision: int
     sources: dict[str, str] = field(default_factory=dict)
     claims: dict[str, ClaimFact] = field(default_factory=dict)
     relations: set[str] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
+    history: dict[tuple[str, str], RecordHistory] = field(default_factory=dict)
+    verdict_slot_changed: int = 0
 
     def source_usable(self, source_id: str) -> bool:
         return self.sources.get(source_id) == ACTIVE
@@ -80,22 +89,75 @@ class LedgerFacts:
         fact = self.claims.get(claim_id)
         return fact is not None and fact.status == ACTIVE
 
-    def install(self, kind: str, payload: Mapping[str, Any]) -> None:
-        """Record an accepted item so later items of the same decision see it."""
-        if kind == "sources":
-            self.sources[payload["id"]] = ACTIVE
-        elif kind == "claims":
-            self.claims[payload["id"]] = ClaimFact(payload["kind"], ACTIVE)
-        elif kind == "relations":
-            self.relations.add(payload["id"])
-        elif kind == "merge":
-            self.groups.add(payload["groupId"])
-        elif kind == "verdict":
-            for claim_id, fact in list(self.claims.items()):
-                if fact.kind == "verdict" and fact.status == ACTIVE:
-                    self.claims[claim_id] = ClaimFact("verdict", "superseded")
-            self.claims[payload["claim"]["id"]] = ClaimFact("verdict", ACTIVE)
-            self.relations.update(r["id"] for r in payload["relations"])
+    def active_verdict(self) -> str | None:
+        return next((cid for cid, fact in self.claims.items() if fact.is_verdict and fact.status == ACTIVE), None)
+
+    # Recording accepted items, so that later items of the same decision see them.
+
+    def add_source(self, source_id: str) -> None:
+        self.sources[source_id] = ACTIVE
+
+    def add_claim(self, claim_id: str, kind: str) -> None:
+        if kind == VERDICT:
+            for other, fact in list(self.claims.items()):
+                if fact.is_verdict and fact.status == ACTIVE:
+                    self.claims[other] = ClaimFact(VERDICT, "superseded")
+        self.claims[claim_id] = ClaimFact(kind, ACTIVE)
+
+    def add_relation(self, relation_id: str) -> None:
+        self.relations.add(relation_id)
+
+    def add_group(self, group_id: str) -> None:
+        self.groups.add(group_id)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a canonical record came from: the proposal and agent (none when a reviewer recorded it
+    directly), the decision and reviewer, and the revision that installed it."""
+
+    decided_by: str
+    decided_at: datetime
+    revision: int
+    proposal_id: str | None = None
+    staged_by: str | None = None
+    staged_at: datetime | None = None
+    decision_id: str | None = None
+
+    @classmethod
+    def recorded(cls, by: str, at: datetime, revision: int) -> Provenance:
+        """A reviewer's own act (recording sources, retiring records): no proposal behind it."""
+        return cls(decided_by=by, decided_at=at, revision=revision)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "proposalId": self.proposal_id,
+            "stagedBy": self.staged_by,
+            "stagedAt": self.staged_at.isoformat() if self.staged_at else None,
+            "decisionId": self.decision_id,
+            "decidedBy": self.decided_by,
+            "decidedAt": self.decided_at.isoformat(),
+            "revision": self.revision,
+        }
+
+
+class LedgerWriter(Protocol):
+    """The writes that install accepted items in the canonical ledger (review's repository implements it)."""
+
+    async def add_sources(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None: ...
+
+    async def add_claims(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None: ...
+
+    async def add_relations(self, case_id: str, items: Sequence[Any], provenance: Provenance, *,
+                            verdict_id: str | None = None) -> None: ...
+
+    async def add_groups(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None: ...
+
+    async def supersede_verdict(self, case_id: str, new_verdict_id: str, provenance: Provenance) -> str | None:
+        """Mark the active verdict superseded by the new one; its id, or None when there was none."""
+
+    async def end_links(self, case_id: str, claim_id: str, provenance: Provenance) -> list[tuple[str, str]]:
+        """End the active relations and merge groups of a claim leaving the ledger: (record, id) pairs."""
 
 
 def check_discovered(expected_case_id: str, discovered_case_id: str | None) -> None:
@@ -109,179 +171,12 @@ def check_discovered(expected_case_id: str, discovered_case_id: str | None) -> N
         )
 
 
-# --- items of a proposal ----------------------------------------------------------------------------
-
-ITEM_LISTS = {"sources": "sources", "claims": "claims", "relations": "relations", "merge": "groups"}
-
-
-def items_of(kind: str, args: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A proposal's items as (item id, payload): the staged record's own id names each item."""
-    if kind == "verdict":
-        return [(args["claim"]["id"], {"claim": args["claim"], "relations": args["relations"]})]
-    return [(item_id(kind, item), dict(item)) for item in args[ITEM_LISTS[kind]]]
-
-
-def item_id(kind: str, payload: Mapping[str, Any]) -> str:
-    if kind == "verdict":
-        return payload["claim"]["id"]
-    return payload["groupId"] if kind == "merge" else payload["id"]
-
-
-def references(kind: str, payloads: Iterable[Mapping[str, Any]]) -> References:
-    sources: set[str] = set()
-    claims: set[str] = set()
-    relations: set[str] = set()
-    groups: set[str] = set()
-    for p in payloads:
-        if kind == "sources":
-            sources.add(p["id"])
-        elif kind == "claims":
-            claims.add(p["id"])
-            sources.update(p["sourceIds"])
-        elif kind == "relations":
-            relations.add(p["id"])
-            claims.update((p["sourceClaimId"], p["targetClaimId"]))
-        elif kind == "merge":
-            groups.add(p["groupId"])
-            claims.update(p["memberClaimIds"])
-        elif kind == "verdict":
-            claims.add(p["claim"]["id"])
-            sources.update(p["claim"]["sourceIds"])
-            for r in p["relations"]:
-                relations.add(r["id"])
-                claims.update((r["sourceClaimId"], r["targetClaimId"]))
-    return References(frozenset(sources), frozenset(claims), frozenset(relations), frozenset(groups))
-
-
-# --- checks -----------------------------------------------------------------------------------------
+# --- the rules the kinds share ----------------------------------------------------------------------
 
 _REFRESH = "call get_workspace to see the canonical ledger, then stage against it"
 
 
-def duplicate_ids(kind: str, args: Mapping[str, Any]) -> list[Problem]:
-    """New ids must be unique within one call."""
-    problems: list[Problem] = []
-    if kind == "verdict":
-        relations = args["relations"]
-        counts = Counter(r["id"] for r in relations)
-        for i, r in enumerate(relations):
-            if counts[r["id"]] > 1 and r["id"] in {x["id"] for x in relations[:i]}:
-                problems.append(_duplicate(f"relations[{i}].id", r["id"]))
-        return problems
-    list_name = ITEM_LISTS[kind]
-    key = "groupId" if kind == "merge" else "id"
-    seen: set[str] = set()
-    for i, item in enumerate(args[list_name]):
-        if item[key] in seen:
-            problems.append(_duplicate(f"{list_name}[{i}].{key}", item[key]))
-        seen.add(item[key])
-    return problems
-
-
-def _duplicate(where: str, value: str) -> Problem:
-    return Problem(where, f"the id {value!r} is used twice in this call", "give every new record its own id")
-
-
-def check_item(kind: str, payload: Mapping[str, Any], facts: LedgerFacts) -> list[Problem]:
-    """Problems with one item against the ledger; fields are relative to the item."""
-    return _CHECKS[kind](payload, facts)
-
-
-def _check_source(p: Mapping[str, Any], facts: LedgerFacts) -> list[Problem]:
-    if p["id"] in facts.sources:
-        return [_taken("id", p["id"], "source")]
-    return []
-
-
-def _check_claim(p: Mapping[str, Any], facts: LedgerFacts) -> list[Problem]:
-    problems = []
-    if p["id"] in facts.claims:
-        problems.append(_taken("id", p["id"], "claim"))
-    problems.extend(_sources_usable(p["sourceIds"], facts))
-    return problems
-
-
-def _check_relation(p: Mapping[str, Any], facts: LedgerFacts, *, patch_claim: str | None = None) -> list[Problem]:
-    problems = []
-    if p["id"] in facts.relations:
-        problems.append(_taken("id", p["id"], "relation"))
-    if p["sourceClaimId"] == p["targetClaimId"]:
-        problems.append(
-            Problem(
-                "targetClaimId",
-                f"the relation {p['id']!r} points from {p['sourceClaimId']!r} to itself",
-                "a relation must connect two different claims",
-            )
-        )
-        return problems
-    for end in ("sourceClaimId", "targetClaimId"):
-        claim_id = p[end]
-        if claim_id == patch_claim:
-            continue
-        problems.extend(_claim_usable(end, claim_id, facts))
-    return problems
-
-
-def _check_group(p: Mapping[str, Any], facts: LedgerFacts) -> list[Problem]:
-    problems = []
-    if p["groupId"] in facts.groups:
-        problems.append(_taken("groupId", p["groupId"], "merge group"))
-    members = p["memberClaimIds"]
-    for i, claim_id in enumerate(members):
-        if claim_id in members[:i]:
-            problems.append(
-                Problem(f"memberClaimIds[{i}]", f"{claim_id!r} is listed twice", "list each member claim once")
-            )
-        else:
-            problems.extend(_claim_usable(f"memberClaimIds[{i}]", claim_id, facts))
-    return problems
-
-
-def _check_verdict(p: Mapping[str, Any], facts: LedgerFacts) -> list[Problem]:
-    claim = p["claim"]
-    verdict_id = claim["id"]
-    problems: list[Problem] = []
-    if claim.get("kind") != "verdict" or claim.get("lane") != "verdict" or claim.get("order") != 1:
-        problems.append(
-            Problem("claim", "a verdict claim has kind 'verdict', lane 'verdict' and order 1",
-                    "set kind and lane to 'verdict' and order to 1")
-        )
-    if verdict_id in facts.claims:
-        problems.append(_taken("claim.id", verdict_id, "claim"))
-    problems.extend(problem.at("claim") for problem in _sources_usable(claim["sourceIds"], facts))
-    direct_bases = 0
-    for i, relation in enumerate(p["relations"]):
-        if relation["type"] == "amplifies":
-            problems.append(
-                Problem(f"relations[{i}].type", "a verdict patch cannot carry an 'amplifies' relation",
-                        "stage amplification separately with stage_merge or stage_relations")
-            )
-        problems.extend(
-            problem.at(f"relations[{i}]") for problem in _check_relation(relation, facts, patch_claim=verdict_id)
-        )
-        if relation["targetClaimId"] == verdict_id and facts.claim_usable(relation["sourceClaimId"]):
-            direct_bases += 1
-    if direct_bases == 0:
-        problems.append(
-            Problem(
-                "relations",
-                "no relation runs from a canonical claim directly to the verdict",
-                f"add a relation whose sourceClaimId is a canonical claim and whose targetClaimId is {verdict_id!r}",
-            )
-        )
-    return problems
-
-
-_CHECKS = {
-    "sources": _check_source,
-    "claims": _check_claim,
-    "relations": _check_relation,
-    "merge": _check_group,
-    "verdict": _check_verdict,
-}
-
-
-def _taken(where: str, value: str, record: str) -> Problem:
+def taken(where: str, value: str, record: str) -> Problem:
     return Problem(
         where,
         f"the id {value!r} already names a canonical {record} of this case",
@@ -289,7 +184,11 @@ def _taken(where: str, value: str, record: str) -> Problem:
     )
 
 
-def _sources_usable(source_ids: Iterable[str], facts: LedgerFacts) -> list[Problem]:
+def duplicate(where: str, value: str) -> Problem:
+    return Problem(where, f"the id {value!r} is used twice in this call", "give every new record its own id")
+
+
+def sources_usable(source_ids: Iterable[str], facts: LedgerFacts) -> list[Problem]:
     problems = []
     for i, source_id in enumerate(source_ids):
         status = facts.sources.get(source_id)
@@ -309,7 +208,7 @@ def _sources_usable(source_ids: Iterable[str], facts: LedgerFacts) -> list[Probl
     return problems
 
 
-def _claim_usable(where: str, claim_id: str, facts: LedgerFacts) -> list[Problem]:
+def claim_usable(where: str, claim_id: str, facts: LedgerFacts) -> list[Problem]:
     fact = facts.claims.get(claim_id)
     if fact is None:
         return [
@@ -325,7 +224,6 @@ def _claim_usable(where: str, claim_id: str, facts: LedgerFacts) -> list[Problem
     return []
 
 
-def verdict_bases(payload: Mapping[str, Any]) -> list[str]:
-    """The relation ids that become the verdict's bases: direct edges into the verdict."""
-    verdict_id = payload["claim"]["id"]
-    return [r["id"] for r in payload["relations"] if r["targetClaimId"] == verdict_id]
+def reasons(problems: Sequence[Problem]) -> str:
+    """Problems as one line, for a refusal reason."""
+    return "; ".join(f"{p.field}: {p.message}" for p in problems)

@@ -10,7 +10,6 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import pydantic
@@ -20,6 +19,7 @@ from faststream.nats import NatsBroker
 from nats.errors import MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from shared import problems
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
 from shared.subjects import Command, Service, Subjects, owner_name
@@ -33,85 +33,14 @@ def ok(result: Any) -> dict[str, Any]:
     return {"result": result}
 
 
-FIELD_NAME_CHARS = 60
-MESSAGE_CHARS = 200
-
-
-def field_path(loc: Sequence[str | int]) -> str:
-    """pydantic's ('args', 'sources', 0, 'url') → 'sources[0].url' (the tool-argument path)."""
-    path = ""
-    for part in loc:
-        if part in ("args", "body") and not path:
-            continue
-        if isinstance(part, str) and ("[" in part or part[:1].isupper()):
-            continue  # a union or validator branch name, not a field
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            name = part if len(part) <= FIELD_NAME_CHARS else f"{part[:FIELD_NAME_CHARS]}…"  # an unknown key
-            path += f".{name}" if path else name
-    return path or "(root)"
-
-
 def invalid_message(error: pydantic.ValidationError) -> ThreadlineError:
-    """The first fault of a message that breaks its contract, with a hint for that kind of fault.
+    """Every fault of a message that breaks its contract (bounded), each with the fix for its kind.
 
-    The rejected value itself is never echoed: an agent may have sent megabytes.
+    The rejected value itself is never echoed: an agent may have sent megabytes. The first location
+    names the handler's parameter (`request`, `cmd`), not a field of the message.
     """
-    first = error.errors(include_url=False, include_input=False)[0]
-    # The first element names the handler's parameter (`request`, `cmd`), not a field of the message.
-    where = field_path(first["loc"][1:])
-    reason = first["msg"] if len(first["msg"]) <= MESSAGE_CHARS else f"{first['msg'][:MESSAGE_CHARS]}…"
-    hint = contract_hint(first["type"], first.get("ctx", {}))
-    return InvalidArgument(f"{where}: {reason}", field=where, hint=hint)
-
-
-def contract_hint(kind: str, ctx: dict[str, Any]) -> str:
-    """What to send instead, for one pydantic error type and its context."""
-    match kind:
-        case "missing":
-            return "add the field: the command's contract requires it"
-        case "extra_forbidden":
-            return "remove the field: the command's contract does not list it"
-        case "string_too_long":
-            return f"shorten the text to at most {_count(ctx['max_length'], 'character')}"
-        case "string_too_short":
-            return f"send a text of at least {_count(ctx['min_length'], 'character')}"
-        case "string_pattern_mismatch":
-            return f"send a value matching the pattern {ctx['pattern']}"
-        case "literal_error" | "enum":
-            return f"use one of: {ctx['expected']}"
-        case "too_long":
-            return f"send at most {_count(ctx['max_length'], 'item')}"
-        case "too_short":
-            return f"send at least {_count(ctx['min_length'], 'item')}"
-        case "greater_than_equal":
-            return f"send a number of at least {ctx['ge']}"
-        case "greater_than":
-            return f"send a number greater than {ctx['gt']}"
-        case "less_than_equal":
-            return f"send a number of at most {ctx['le']}"
-        case "less_than":
-            return f"send a number less than {ctx['lt']}"
-        case "int_type" | "int_parsing" | "int_from_float":
-            return "send a whole number (a JSON integer)"
-        case "float_type" | "float_parsing":
-            return "send a JSON number"
-        case "bool_type" | "bool_parsing":
-            return "send true or false"
-        case "string_type":
-            return "send a JSON string"
-        case "list_type":
-            return "send a JSON array"
-        case "dict_type" | "model_type" | "model_attributes_type":
-            return "send a JSON object"
-        case "uuid_type" | "uuid_parsing":
-            return "send a UUID such as 123e4567-e89b-42d3-a456-426614174000"
-    return "send the fields the command's contract lists, with the types it gives"
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+    errors = [{**e, "loc": e["loc"][1:]} for e in error.errors(include_url=False, include_input=False)]
+    return InvalidArgument.of(problems.from_pydantic(errors))
 
 
 def _reply_domain_error(exc: ThreadlineError) -> dict[str, Any]:

@@ -19,16 +19,20 @@ from shared.messaging import TRACEPARENT
 MAX_EVENT_BYTES = 512 * 1024
 
 
+def check_size(event: Event) -> None:
+    size = len(json.dumps(event.envelope, separators=(",", ":")).encode())
+    if size > MAX_EVENT_BYTES:
+        raise InvalidArgument(
+            f"this change would publish a {event.event_type.value} event of {size} bytes; "
+            f"the limit is {MAX_EVENT_BYTES}",
+            hint="make the change in smaller steps (fewer items per decision or per call)",
+        )
+
+
 async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
     events = list(events)
     for event in events:
-        size = len(json.dumps(event.envelope, separators=(",", ":")).encode())
-        if size > MAX_EVENT_BYTES:
-            raise InvalidArgument(
-                f"this change would publish a {event.event_type.value} event of {size} bytes; "
-                f"the limit is {MAX_EVENT_BYTES}",
-                hint="make the change in smaller steps (fewer items per decision or per call)",
-            )
+        check_size(event)
     rows = [
         {
             "event_id": event.event_id,
@@ -36,7 +40,7 @@ async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
             "subject": event.subject,
             "event_type": event.event_type.value,
             "envelope": event.envelope,
-            "headers": _headers(event),
+            "headers": headers(event),
         }
         for event in events
     ]
@@ -44,7 +48,7 @@ async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
         await connection.execute(insert(outbox), rows)
 
 
-def _headers(event: Event) -> dict[str, str]:
+def headers(event: Event) -> dict[str, str]:
     headers = {"Nats-Msg-Id": event.event_id, "ce-type": event.event_type.value}
     if event.envelope.get("correlationid"):
         headers["correlation_id"] = event.envelope["correlationid"]

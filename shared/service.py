@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from faststream.nats import NatsMessage, NatsRouter
 
+from shared.contracts import command_requests
 from shared.db.session import Database
+from shared.events import Origin
 from shared.logging import configure_logging, get_logger
-from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply
+from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply, ok
 from shared.settings import Settings
-from shared.subjects import Service, Subjects
+from shared.subjects import Command, Service, Subjects
 
 log = get_logger(__name__)
 
@@ -113,3 +116,46 @@ async def run_service(
         await broker.stop()
         await db.dispose()
         log.info("service_stopped")
+
+
+# --- command routing: one subscriber per command, each calling one use case in a fresh unit of work -----
+
+UseCase = Callable[[Any, Any], Awaitable[Any]]
+UnitOfWorkFactory = Callable[[ServiceContext, Meta], Any]
+
+
+def origin(ctx: ServiceContext, meta: Meta) -> Origin:
+    """Where the events of a message's change come from: this service, and the caller's ids."""
+    return Origin(ctx.subjects, ctx.service.value, meta.correlation_id, meta.traceparent)
+
+
+def command_router(ctx: ServiceContext, routes: Mapping[Command, UseCase], unit_of_work: UnitOfWorkFactory) -> NatsRouter:
+    """A router with one subscriber per command: parse its contract, run its use case, reply.
+
+    The contract of each command is the one `shared.contracts.command_requests()` names, so the
+    subscriber validates exactly what the AsyncAPI document describes.
+    """
+    router = NatsRouter()
+    contracts = command_requests()
+    for command, use_case in routes.items():
+        router.subscriber(ctx.subjects.command(command), queue=ctx.queue, max_workers=ctx.settings.workers)(
+            _handler(ctx, command, contracts[command], use_case, unit_of_work)
+        )
+    return router
+
+
+def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: UseCase,
+             unit_of_work: UnitOfWorkFactory) -> Callable[..., Awaitable[dict[str, Any]]]:
+    crash_after_commit = command.value in ctx.settings.failpoint_commands("exit_after_commit")
+
+    async def handle(body: Any, message: NatsMessage) -> dict[str, Any]:
+        result = await use_case(body, unit_of_work(ctx, Meta.of(message)))
+        if crash_after_commit:  # a failpoint for tests: die as if killed between the commit and the reply
+            log.warning("failpoint_exit_after_commit", command=command.value)
+            os._exit(137)
+        return ok(result)
+
+    # FastStream validates the body against the parameter's annotation: the command's contract.
+    handle.__annotations__ = {"body": contract, "message": NatsMessage, "return": dict[str, Any]}
+    handle.__name__ = handle.__qualname__ = command.value
+    return handle

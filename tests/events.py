@@ -59,3 +59,17 @@ async def wait_until_projected(settings: Settings, timeout: float = 60) -> None:
             await asyncio.sleep(0.1)
     finally:
         await connection.close()
+
+
+async def wait_until_redelivered(settings: Settings, timeout: float = 30) -> None:
+    """Until the projection's consumer has delivered some event more than once (a failed attempt was retried)."""
+    connection = await nats.connect(settings.resolved_nats_url())
+    try:
+        js = connection.jetstream()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while (await js.consumer_info(settings.stream_name, "projection")).num_redelivered < 1:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError("no event was redelivered to the projection")
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()

@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from shared.spec import ecma_regex, python_pattern
+from shared.spec import ecma_search
 
 KNOWN = {
     "type", "description", "properties", "required", "additionalProperties", "enum", "const", "minLength",
@@ -99,10 +99,11 @@ def _string(schema: dict[str, Any]) -> st.SearchStrategy[str]:
 
 def _matching(pattern: str, low: int, high: int) -> st.SearchStrategy[str]:
     """Strings the ECMA pattern matches; some lengthened toward maxLength by repeating the last character."""
-    regex = ecma_regex(pattern)
-    drawn = st.from_regex(re.compile(python_pattern(pattern), re.ASCII), alphabet=CHARACTERS,
-                          fullmatch=pattern.endswith("$"))
-    lengthened = _long(drawn.filter(bool), low, high).filter(lambda s: regex.search(s) is not None)
+    # Hypothesis draws from Python regexes: ASCII classes and a full match stand in for ECMA's `\\d` and `$`,
+    # and every string drawn is checked by the ECMA engine the gateway uses.
+    drawn = st.from_regex(re.compile(pattern, re.ASCII), alphabet=CHARACTERS, fullmatch=pattern.endswith("$"))
+    drawn = drawn.filter(lambda s: ecma_search(pattern, s))
+    lengthened = _long(drawn.filter(bool), low, high).filter(lambda s: ecma_search(pattern, s))
     return st.one_of(drawn, lengthened).filter(lambda s: low <= len(s) <= high)
 
 

@@ -64,13 +64,13 @@ class Bench:
         await self.client.call(Command.CREATE_CASE, {"actor": operator, "caseId": case_id, "title": "bench",
                                                      "question": "How fast do events arrive?"})
         await self.tokens.assign(agent["name"], case_id)
-        await self.client.call(Command.GET_WORKSPACE, {"actor": agent, "args": {}})
         staged = []
         for k in range(proposals):
             source = {"id": f"s{k}", "publisher": "bench", "title": "bench", "url": "https://example.org/bench",
                       "publicationDate": "unknown", "snapshotDate": "2026-01-01", "type": "primary",
                       "authority": "bench", "evidenceText": "bench", "provenanceNote": "bench"}
-            result = await self.client.call(Command.STAGE_SOURCES, {"actor": agent, "args": {
+            # Straight to staging, as the gateway sends it: with the case the agent works on.
+            result = await self.client.call(Command.STAGE_SOURCES, {"actor": agent, "discoveredCaseId": case_id, "args": {
                 "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source]}})
             staged.append((result["proposalId"], f"s{k}"))
         return staged

@@ -228,9 +228,10 @@ def events_tail(
 @projection_app.command("rebuild")
 def projection_rebuild(data_dir: DataDir = None) -> None:
     """Recompute every read model from the ledger."""
-    from services.projection.use_cases import rebuild
+    from services.projection.read_models import rebuild
+    from services.projection.repository import SqlProjectionUnitOfWork
     from shared.db.session import Database
-    from shared.service import ServiceContext
+    from shared.events import Origin
     from shared.subjects import Subjects
 
     settings = _settings(data_dir)
@@ -238,7 +239,7 @@ def projection_rebuild(data_dir: DataDir = None) -> None:
     async def run() -> int:
         db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-cli")
         try:
-            return await rebuild(ServiceContext(Service.PROJECTION, settings, db, Subjects(settings.nats_prefix)))
+            return await rebuild(SqlProjectionUnitOfWork(db, Origin(Subjects(settings.nats_prefix), "cli")))
         finally:
             await db.dispose()
 

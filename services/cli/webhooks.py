@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.subjects import Command
 
 app = typer.Typer(help="Webhooks: HTTP receivers of change events.", no_args_is_help=True)
@@ -51,7 +51,7 @@ def list_(data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """List webhooks with their status and delivery counts."""
     from services.cli.operations import OPERATOR
 
-    listed = _call(data_dir, Command.LIST_WEBHOOKS, c.ListWebhooks(actor=OPERATOR))
+    listed = _call(data_dir, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=OPERATOR))
     if as_json:
         return typer.echo(json.dumps(listed, indent=2))
     table = Table("webhook", "url", "receives", "status", "pending", "delivered", "failed", "last delivered")
@@ -75,7 +75,7 @@ def deliveries(
     from services.cli.operations import OPERATOR
 
     listed = _call(data_dir, Command.LIST_DELIVERIES,
-                   _message(c.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id, status=status, limit=limit))
+                   _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id, status=status, limit=limit))
     if as_json:
         return typer.echo(json.dumps(listed, indent=2))
     table = Table("event", "type", "rev", "status", "attempts", "code", "ms", "last error", "delivered")
@@ -97,5 +97,5 @@ def redeliver(
     from services.cli.operations import OPERATOR
 
     delivery = _call(data_dir, Command.REDELIVER,
-                     _message(c.Redeliver, actor=OPERATOR, webhook_id=webhook_id, event_id=event_id))
+                     _message(wc.Redeliver, actor=OPERATOR, webhook_id=webhook_id, event_id=event_id))
     typer.echo(json.dumps(delivery))

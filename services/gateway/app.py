@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import feed, http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
+from services.gateway.discoveries import Discoveries
 from services.gateway.errors import http_error, invalid_argument
 from services.gateway.mcp_server import (
     CORRELATION_SCOPE_KEY,
@@ -55,6 +56,7 @@ class Gateway:
     broker: NatsBroker
     client: ServiceClient
     tokens: TokenStore
+    discoveries: Discoveries
 
     @classmethod
     def connect(cls, settings: Settings) -> Gateway:
@@ -63,7 +65,8 @@ class Gateway:
         )
         broker = create_broker(settings.resolved_nats_url(), name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
-        return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds))
+        return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds),
+                   Discoveries(db, settings.auth_cache_seconds))
 
     async def start(self) -> None:
         await self.broker.start()
@@ -146,7 +149,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     async def resolve(ctx: Any) -> Principal:
         return principal_from_http(ctx)
 
-    mcp_server = build_server(gateway.client, resolve, version())
+    mcp_server = build_server(gateway.client, gateway.discoveries, resolve, version())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -279,7 +282,7 @@ async def serve_stdio(settings: Settings, token: str | None) -> None:
     async def resolve(ctx: Any) -> Principal:
         return principal
 
-    server = build_server(gateway.client, resolve, version())
+    server = build_server(gateway.client, gateway.discoveries, resolve, version())
     await gateway.start()
     try:
         async with stdio_server() as (read_stream, write_stream):

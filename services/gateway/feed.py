@@ -22,6 +22,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from services.gateway.http_api import call, caller
 from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.errors import InvalidArgument, Unavailable
 from shared.logging import get_logger
 from shared.subjects import Command, Subjects
@@ -42,7 +43,7 @@ INACTIVE_SECONDS = 120.0
 async def events(
     request: Request,
     case_id: Annotated[c.Slug | None, Query(alias="caseId", description="Only this case's events.")] = None,
-    company_id: Annotated[c.Uuid | None, Query(alias="companyId", description="Only this company's events.")] = None,
+    company_id: Annotated[wc.Uuid | None, Query(alias="companyId", description="Only this company's events.")] = None,
     after: Annotated[int, Query(ge=0, description="Start after this stream sequence (0: from the first).")] = 0,
     format: Annotated[Literal["sse", "json"], Query(description="sse (a stream) or json (one page).")] = "sse",
     limit: Annotated[int, Query(ge=1, le=500, description="JSON pages: at most this many events.")] = 100,

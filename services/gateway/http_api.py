@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints
 
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, Revision, Slug
 from shared.subjects import Command
 
@@ -308,34 +309,34 @@ async def decide_delta(
 class WebhookBody(Contract):
     url: c.web_url(2000)
     case_id: Slug | None = None
-    company_id: c.Uuid | None = None
-    types: Annotated[list[c.EventTypeName], Field(max_length=20)] = []
+    company_id: wc.Uuid | None = None
+    types: Annotated[list[wc.EventTypeName], Field(max_length=20)] = []
 
 
-WebhookId = Annotated[c.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
-EventId = Annotated[c.Uuid, Path(description="The event's id (the CloudEvents id, also the webhook-id header).")]
+WebhookId = Annotated[wc.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
+EventId = Annotated[wc.Uuid, Path(description="The event's id (the CloudEvents id, also the webhook-id header).")]
 
 
 @router.post("/webhooks", status_code=201, tags=["webhooks"])
 async def register_webhook(body: WebhookBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     """Register a receiver for a case, a company or every event; the answer's `secret` is shown only once."""
     return await call(request, Command.REGISTER_WEBHOOK,
-                      c.RegisterWebhook(actor=principal.actor(), **body.model_dump()))
+                      wc.RegisterWebhook(actor=principal.actor(), **body.model_dump()))
 
 
 @router.get("/webhooks", tags=["webhooks"])
 async def list_webhooks(request: Request, principal: Principal = caller(*ADMINS)) -> Any:
-    return await call(request, Command.LIST_WEBHOOKS, c.ListWebhooks(actor=principal.actor()))
+    return await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
 
 
 @router.get("/webhooks/{webhook_id}", tags=["webhooks"])
 async def get_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
-    return await call(request, Command.GET_WEBHOOK, c.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
+    return await call(request, Command.GET_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
 
 
 @router.delete("/webhooks/{webhook_id}", tags=["webhooks"])
 async def delete_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
-    return await call(request, Command.DELETE_WEBHOOK, c.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
+    return await call(request, Command.DELETE_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
 
 
 @router.get("/webhooks/{webhook_id}/deliveries", tags=["webhooks"])
@@ -348,7 +349,7 @@ async def list_deliveries(
 ) -> Any:
     """The delivery log, newest event first: attempts, status, response code, latency, last error."""
     return await call(request, Command.LIST_DELIVERIES,
-                      c.ListDeliveries(actor=principal.actor(), webhook_id=webhook_id, status=status, limit=limit))
+                      wc.ListDeliveries(actor=principal.actor(), webhook_id=webhook_id, status=status, limit=limit))
 
 
 @router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver", tags=["webhooks"])
@@ -356,4 +357,4 @@ async def redeliver(webhook_id: WebhookId, event_id: EventId, request: Request,
                     principal: Principal = caller(*ADMINS)) -> Any:
     """Send the event again now; a webhook marked failing resumes."""
     return await call(request, Command.REDELIVER,
-                      c.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))
+                      wc.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))

@@ -12,21 +12,23 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from services.gateway import metrics
 from services.gateway.auth import Principal
+from services.gateway.discoveries import Discoveries
 from services.gateway.errors import tool_error, tool_result
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
 from shared.errors import (
     Forbidden,
     InternalError,
     InvalidArgument,
-    NotFound,
     ThreadlineError,
     Unauthenticated,
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.problems import excerpt
 from shared.spec import ArgumentError, validate_arguments
 
 log = get_logger(__name__)
@@ -35,6 +37,8 @@ PRINCIPAL_SCOPE_KEY = "threadline.principal"
 CORRELATION_SCOPE_KEY = "threadline.correlation_id"
 
 PrincipalResolver = Callable[[Any], Awaitable[Principal]]
+INVALID_PARAMS = -32602  # JSON-RPC
+DISCOVERY_TOOL = "get_workspace"  # the call that tells the gateway which case an agent works on
 
 
 def principal_from_http(ctx: Any) -> Principal:
@@ -45,19 +49,24 @@ def principal_from_http(ctx: Any) -> Principal:
     return principal
 
 
-def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, version: str) -> Server:
+def build_server(client: ServiceClient, discoveries: Discoveries, resolve_principal: PrincipalResolver,
+                 version: str) -> Server:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=mcp_tools())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in served_tools():
+            # Not a failed call but no such tool: a JSON-RPC error, as the MCP specification asks.
+            metrics.observe_tool(metrics.UNKNOWN_TOOL, "unknown_tool", 0.0)
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {excerpt(params.name)}; call tools/list for the tools served")
         correlation_id = _correlation_id(ctx)
         started = time.perf_counter()
         outcome = "ok"
         with bound(correlation_id=correlation_id, tool=params.name):
             try:
                 principal = await resolve_principal(ctx)
-                result = await _call(client, principal, params.name, params.arguments or {}, correlation_id,
-                                     _traceparent(ctx))
+                result = await _call(client, discoveries, principal, params.name, params.arguments or {},
+                                     correlation_id, _traceparent(ctx))
                 return tool_result(result)
             except ThreadlineError as error:
                 outcome = error.code
@@ -91,15 +100,14 @@ def build_server(client: ServiceClient, resolve_principal: PrincipalResolver, ve
 
 async def _call(
     client: ServiceClient,
+    discoveries: Discoveries,
     principal: Principal,
     name: str,
     arguments: dict[str, Any],
     correlation_id: str,
     traceparent: str,
 ) -> dict[str, Any]:
-    tool = served_tools().get(name)
-    if tool is None:
-        raise NotFound(f"there is no tool {name!r}", field="name", hint="call tools/list for the tools served")
+    tool = served_tools()[name]
     if principal.role != "agent":
         raise Forbidden(
             f"MCP tools are for agent tokens; this is a {principal.role} token",
@@ -108,14 +116,16 @@ async def _call(
     try:
         validate_arguments(tool, arguments)
     except ArgumentError as error:
-        raise InvalidArgument(error.message, field=error.field, hint=error.hint) from None
+        raise InvalidArgument.of(error.problems) from None
     log.info("tool_call", agent=principal.name)
-    return await client.call(
-        COMMAND_OF_TOOL[name],
-        {"actor": principal.actor().dump(), "args": arguments},
-        correlation_id=correlation_id,
-        traceparent=traceparent,
-    )
+    request: dict[str, Any] = {"actor": principal.actor().dump(), "args": arguments}
+    if "expectedCaseId" in arguments:  # the call acts on a case: on the one this agent discovered only
+        request["discoveredCaseId"] = await discoveries.of(principal.name)
+    result = await client.call(COMMAND_OF_TOOL[name], request, correlation_id=correlation_id,
+                               traceparent=traceparent)
+    if name == DISCOVERY_TOOL:
+        await discoveries.record(principal.name, result["caseId"], result["workspaceRevision"])
+    return result
 
 
 def _correlation_id(ctx: Any) -> str:

@@ -21,6 +21,7 @@ from services.gateway.auth import Principal
 from services.gateway.errors import invalid_argument
 from services.gateway.http_api import CaseId
 from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
 from shared.subjects import Command
 
@@ -340,7 +341,7 @@ def _admin(principal: Principal) -> None:
 @router.get("/webhooks")
 async def webhooks_page(request: Request, principal: Principal = Reviewer) -> Response:
     _admin(principal)
-    listed = await call(request, Command.LIST_WEBHOOKS, c.ListWebhooks(actor=principal.actor()))
+    listed = await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
     return render(request, "webhooks.html", webhooks=listed["webhooks"])
 
 
@@ -353,11 +354,11 @@ async def webhook_page(request: Request, webhook_id: str, principal: Principal =
 async def _webhook(request: Request, principal: Principal, webhook_id: str, *, outcome: Any,
                    problem: ThreadlineError | None) -> Response:
     try:
-        ref = c.WebhookRef(actor=principal.actor(), webhook_id=webhook_id)
+        ref = wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id)
     except pydantic.ValidationError as error:
         raise problem_of(error) from None
     webhook = await call(request, Command.GET_WEBHOOK, ref)
-    log = await call(request, Command.LIST_DELIVERIES, c.ListDeliveries(
+    log = await call(request, Command.LIST_DELIVERIES, wc.ListDeliveries(
         actor=principal.actor(), webhook_id=webhook_id, limit=RECENT_DELIVERIES))
     return render(request, "webhook.html", status=status_of(problem) if problem else 200, webhook=webhook,
                   deliveries=log["deliveries"], outcome=outcome, problem=problem)
@@ -369,7 +370,7 @@ async def redeliver(request: Request, webhook_id: str, event_id: str, principal:
     await form_of(request)
     try:
         outcome = await call(request, Command.REDELIVER,
-                             c.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))
+                             wc.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))
     except (ThreadlineError, pydantic.ValidationError) as error:
         return await _webhook(request, principal, webhook_id, outcome=None, problem=problem_of(error))
     return await _webhook(request, principal, webhook_id, outcome=outcome, problem=None)

@@ -16,9 +16,10 @@ import nats
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 
-from services.projection import use_cases
+from services.projection import read_models
+from services.projection.repository import SqlProjectionUnitOfWork
 from shared.logging import bound, get_logger
-from shared.service import ServiceContext
+from shared.service import Meta, ServiceContext
 from shared.streams import PROJECTION_CONSUMER
 
 log = get_logger(__name__)
@@ -71,7 +72,8 @@ async def _handle(ctx: ServiceContext, message: Any) -> None:
             await message.term()
             return
         try:
-            applied = await use_cases.apply_event(ctx, envelope, message.metadata.sequence.stream)
+            uow = SqlProjectionUnitOfWork.of(ctx, Meta(correlation_id=headers.get("correlation_id")))
+            applied = await read_models.apply_event(envelope, message.metadata.sequence.stream, uow)
             await message.ack()
             log.debug("event_applied" if applied else "event_already_applied", type=envelope.get("type"))
         except Exception as error:  # noqa: BLE001 - redeliver later; the stream keeps the event
@@ -90,7 +92,7 @@ def _usable(data: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(envelope, dict) or not isinstance(envelope.get("id"), str) or not envelope.get("type"):
         return None
-    if envelope["type"] in use_cases.REFRESHING:
+    if envelope["type"] in read_models.REFRESHING:
         case_id = envelope.get("data", {}).get("caseId") if isinstance(envelope.get("data"), dict) else None
         if not isinstance(case_id, str):
             return None

@@ -1,49 +1,22 @@
-"""NATS subscribers of the projection service: parse the command, call the use case, reply."""
+"""NATS subscribers of the projection service: each command, and the use case that answers it."""
 
 from __future__ import annotations
 
-from typing import Any
+from faststream.nats import NatsRouter
 
-from faststream.nats import NatsMessage, NatsRouter
-
-from services.projection import use_cases
-from shared.contracts import (
-    CaseRef,
-    GetCompanyContextArgs,
-    GetWorkspaceArgs,
-    InspectSourcesArgs,
-    SetFocusArgs,
-    ToolRequest,
-)
-from shared.messaging import ok
-from shared.service import Meta, ServiceContext
+from services.projection import company_context, use_cases
+from services.projection.repository import SqlProjectionUnitOfWork
+from shared.service import ServiceContext, command_router
 from shared.subjects import Command
+
+ROUTES = {
+    Command.GET_WORKSPACE: use_cases.get_workspace,
+    Command.INSPECT_SOURCES: use_cases.inspect_sources,
+    Command.SET_FOCUS: use_cases.set_focus,
+    Command.GET_COMPANY_CONTEXT: company_context.get_company_context,
+    Command.CASE_LEDGER: use_cases.case_ledger,
+}
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
-    router = NatsRouter()
-    options = {"queue": ctx.queue, "max_workers": ctx.settings.workers}
-
-    @router.subscriber(ctx.subjects.command(Command.GET_WORKSPACE), **options)
-    async def get_workspace(request: ToolRequest[GetWorkspaceArgs], message: NatsMessage) -> dict[str, Any]:
-        return ok(await use_cases.get_workspace(ctx, request, Meta.of(message)))
-
-    @router.subscriber(ctx.subjects.command(Command.INSPECT_SOURCES), **options)
-    async def inspect_sources(request: ToolRequest[InspectSourcesArgs], message: NatsMessage) -> dict[str, Any]:
-        return ok(await use_cases.inspect_sources(ctx, request, Meta.of(message)))
-
-    @router.subscriber(ctx.subjects.command(Command.SET_FOCUS), **options)
-    async def set_focus(request: ToolRequest[SetFocusArgs], message: NatsMessage) -> dict[str, Any]:
-        return ok(await use_cases.set_focus(ctx, request, Meta.of(message)))
-
-    @router.subscriber(ctx.subjects.command(Command.GET_COMPANY_CONTEXT), **options)
-    async def get_company_context(
-        request: ToolRequest[GetCompanyContextArgs], message: NatsMessage
-    ) -> dict[str, Any]:
-        return ok(await use_cases.get_company_context(ctx, request, Meta.of(message)))
-
-    @router.subscriber(ctx.subjects.command(Command.CASE_LEDGER), **options)
-    async def case_ledger(cmd: CaseRef) -> dict[str, Any]:
-        return ok(await use_cases.case_ledger(ctx, cmd))
-
-    return router
+    return command_router(ctx, ROUTES, SqlProjectionUnitOfWork.of)

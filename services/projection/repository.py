@@ -1,4 +1,4 @@
-"""Plain queries behind the read views (they bypass the write model), and the two projection writes."""
+"""Plain queries behind the read views (they bypass the write model), and the projection's own writes."""
 
 from __future__ import annotations
 
@@ -9,17 +9,18 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
+from services.projection.ports import ProjectionUnitOfWork
+from services.projection.thesis_repository import SqlTheses
+from shared.db.queries import items_with_outcomes, lock_case_shared
+from shared.db.session import Database
 from shared.db.tables import (
-    agent_discoveries,
     agents,
     case_focus,
     case_views,
     cases,
     claim_sources,
     claims,
-    companies,
     decisions,
-    delta_operations,
     guidance_notes,
     item_decisions,
     merge_group_members,
@@ -28,407 +29,367 @@ from shared.db.tables import (
     proposal_items,
     proposals,
     relations,
-    source_files,
     sources,
-    thesis_claims,
 )
+from shared.events import Origin
+from shared.service import Meta, ServiceContext, origin
+from shared.uow import SqlUnitOfWork
 
 ACTIVE = "active"
 
 
-async def assigned_case(connection: AsyncConnection, agent_name: str) -> str | None:
-    row = await connection.execute(select(agents.c.assigned_case_id).where(agents.c.name == agent_name))
-    return row.scalar_one_or_none()
+class SqlReads:
+    """The ledger, proposals and guidance as the read views need them, and the read models."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
 
 
-async def only_case(connection: AsyncConnection) -> str | None:
-    rows = (await connection.execute(select(cases.c.case_id).limit(2))).scalars().all()
-    return rows[0] if len(rows) == 1 else None
+
+    async def lock_case_shared(self, case_id: str) -> None:
+        await lock_case_shared(self.connection, case_id)
+
+    async def assigned_case(self, agent_name: str) -> str | None:
+        row = await self.connection.execute(select(agents.c.assigned_case_id).where(agents.c.name == agent_name))
+        return row.scalar_one_or_none()
 
 
-async def case_row(connection: AsyncConnection, case_id: str) -> Any:
-    return (await connection.execute(select(cases).where(cases.c.case_id == case_id))).first()
+    async def only_case(self) -> str | None:
+        rows = (await self.connection.execute(select(cases.c.case_id).limit(2))).scalars().all()
+        return rows[0] if len(rows) == 1 else None
 
 
-async def focus_of(connection: AsyncConnection, case_id: str) -> str:
-    row = await connection.execute(select(case_focus.c.focus).where(case_focus.c.case_id == case_id))
-    return row.scalar_one_or_none() or "all"
+    async def case_row(self, case_id: str) -> Any:
+        return (await self.connection.execute(select(cases).where(cases.c.case_id == case_id))).first()
 
 
-async def record_discovery(connection: AsyncConnection, agent_name: str, case_id: str, revision: int) -> None:
-    statement = pg_insert(agent_discoveries).values(agent_name=agent_name, case_id=case_id, revision=revision)
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[agent_discoveries.c.agent_name],
-            set_={"case_id": case_id, "revision": revision, "discovered_at": func.now()},
+    async def focus_of(self, case_id: str) -> str:
+        row = await self.connection.execute(select(case_focus.c.focus).where(case_focus.c.case_id == case_id))
+        return row.scalar_one_or_none() or "all"
+
+
+    async def set_focus(self, case_id: str, focus: str, agent: str) -> str:
+        """Store the focus; return the previous one."""
+        previous = await self.connection.execute(
+            select(case_focus.c.focus).where(case_focus.c.case_id == case_id).with_for_update()
         )
-    )
-
-
-async def discovered_case(connection: AsyncConnection, agent_name: str) -> str | None:
-    row = await connection.execute(
-        select(agent_discoveries.c.case_id).where(agent_discoveries.c.agent_name == agent_name)
-    )
-    return row.scalar_one_or_none()
-
-
-async def set_focus(connection: AsyncConnection, case_id: str, focus: str, agent: str) -> str:
-    """Store the focus; return the previous one."""
-    previous = await connection.execute(
-        select(case_focus.c.focus).where(case_focus.c.case_id == case_id).with_for_update()
-    )
-    before = previous.scalar_one_or_none() or "all"
-    statement = pg_insert(case_focus).values(case_id=case_id, focus=focus, updated_by=agent)
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[case_focus.c.case_id],
-            set_={"focus": focus, "updated_by": agent, "updated_at": func.now()},
-        )
-    )
-    return before
-
-
-async def snapshot(connection: AsyncConnection, case_id: str, revision: int) -> LedgerSnapshot:
-    cited = (
-        select(claim_sources.c.claim_id, func.array_agg(text("source_id ORDER BY position")).label("source_ids"))
-        .where(claim_sources.c.case_id == case_id)
-        .group_by(claim_sources.c.claim_id)
-        .subquery()
-    )
-    claim_rows = await connection.execute(
-        select(claims, cited.c.source_ids)
-        .select_from(claims.outerjoin(cited, cited.c.claim_id == claims.c.claim_id))
-        .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
-    )
-    source_rows = await connection.execute(
-        select(sources.c.source_id, sources.c.type).where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
-    )
-    relation_rows = await connection.execute(
-        select(relations).where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
-    )
-    member_rows = await connection.execute(
-        select(merge_group_members.c.group_id, merge_group_members.c.claim_id)
-        .join(
-            merge_groups,
-            and_(
-                merge_groups.c.case_id == merge_group_members.c.case_id,
-                merge_groups.c.group_id == merge_group_members.c.group_id,
-            ),
-        )
-        .where(merge_group_members.c.case_id == case_id, merge_groups.c.status == ACTIVE)
-    )
-    groups: dict[str, list[str]] = {}
-    for row in member_rows:
-        groups.setdefault(row.group_id, []).append(row.claim_id)
-    return LedgerSnapshot(
-        revision=revision,
-        claims=[
-            ClaimView(
-                claim_id=r.claim_id,
-                text=r.text,
-                kind=r.kind,
-                confidence=r.confidence,
-                lane=r.lane,
-                order=r.display_order,
-                source_ids=tuple(r.source_ids or ()),
-                revision=r.revision,
+        before = previous.scalar_one_or_none() or "all"
+        statement = pg_insert(case_focus).values(case_id=case_id, focus=focus, updated_by=agent)
+        await self.connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=[case_focus.c.case_id],
+                set_={"focus": focus, "updated_by": agent, "updated_at": func.now()},
             )
-            for r in claim_rows
-        ],
-        source_types={r.source_id: r.type for r in source_rows},
-        relations=[
-            RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
-            for r in relation_rows
-        ],
-        groups=groups,
-    )
-
-
-def _undecided_items():  # noqa: ANN202
-    return proposal_items.outerjoin(
-        item_decisions,
-        and_(
-            item_decisions.c.proposal_id == proposal_items.c.proposal_id,
-            item_decisions.c.item_id == proposal_items.c.item_id,
-        ),
-    )
-
-
-async def pending_proposals(connection: AsyncConnection, case_id: str) -> list[dict[str, Any]]:
-    """Proposals with at least one undecided item, oldest first."""
-    pending_ids = (
-        select(proposal_items.c.proposal_id)
-        .select_from(_undecided_items())
-        .where(item_decisions.c.item_id.is_(None))
-        .distinct()
-        .subquery()
-    )
-    rows = await connection.execute(
-        select(proposals)
-        .where(proposals.c.case_id == case_id, proposals.c.proposal_id.in_(select(pending_ids.c.proposal_id)))
-        .order_by(proposals.c.created_at)
-    )
-    return [dict(r) for r in rows.mappings()]
-
-
-async def proposal_items_status(connection: AsyncConnection, proposal_ids: list[str]) -> dict[str, list[dict]]:
-    if not proposal_ids:
-        return {}
-    rows = await connection.execute(
-        select(proposal_items.c.proposal_id, proposal_items.c.item_id, item_decisions.c.outcome)
-        .select_from(_undecided_items())
-        .where(proposal_items.c.proposal_id.in_(proposal_ids))
-        .order_by(proposal_items.c.proposal_id, proposal_items.c.position)
-    )
-    items: dict[str, list[dict]] = {}
-    for r in rows:
-        items.setdefault(r.proposal_id, []).append({"itemId": r.item_id, "status": r.outcome or "pending"})
-    return items
-
-
-async def agent_recent_proposals(
-    connection: AsyncConnection, case_id: str, agent_name: str, limit: int
-) -> list[dict[str, Any]]:
-    rows = await connection.execute(
-        select(proposals)
-        .where(proposals.c.case_id == case_id, proposals.c.agent_name == agent_name)
-        .order_by(proposals.c.created_at.desc())
-        .limit(limit)
-    )
-    return [dict(r) for r in rows.mappings()]
-
-
-async def source_list(connection: AsyncConnection, case_id: str) -> list[dict[str, Any]]:
-    derived = (
-        select(claim_sources.c.source_id, func.count().label("derived"))
-        .join(claims, and_(claims.c.case_id == claim_sources.c.case_id, claims.c.claim_id == claim_sources.c.claim_id))
-        .where(claim_sources.c.case_id == case_id, claims.c.status == ACTIVE)
-        .group_by(claim_sources.c.source_id)
-        .subquery()
-    )
-    rows = await connection.execute(
-        select(
-            sources.c.source_id,
-            sources.c.publisher,
-            sources.c.title,
-            sources.c.url,
-            sources.c.type,
-            sources.c.publication_date,
-            sources.c.snapshot_date,
-            sources.c.authority,
-            sources.c.revision,
-            func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"),
-            func.coalesce(derived.c.derived, 0).label("derived"),
         )
-        .select_from(sources.outerjoin(derived, derived.c.source_id == sources.c.source_id))
-        .where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
-        .order_by(sources.c.revision, sources.c.source_id)
-    )
-    return [dict(r) for r in rows.mappings()]
+        return before
 
 
-async def sources_by_id(connection: AsyncConnection, case_id: str, source_ids: list[str]) -> dict[str, dict]:
-    rows = await connection.execute(
-        select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(source_ids))
-    )
-    return {r["source_id"]: dict(r) for r in rows.mappings()}
-
-
-async def derived_claims(
-    connection: AsyncConnection, case_id: str, source_ids: list[str], cap: int
-) -> dict[str, tuple[list[dict], int]]:
-    ranked = (
-        select(
-            claim_sources.c.source_id,
-            claims.c.claim_id,
-            claims.c.text,
-            claims.c.kind,
-            claims.c.confidence,
-            func.row_number()
-            .over(partition_by=claim_sources.c.source_id, order_by=(claims.c.revision, claims.c.claim_id))
-            .label("n"),
-            func.count().over(partition_by=claim_sources.c.source_id).label("total"),
+    async def snapshot(self, case_id: str, revision: int) -> LedgerSnapshot:
+        cited = (
+            select(claim_sources.c.claim_id, func.array_agg(text("source_id ORDER BY position")).label("source_ids"))
+            .where(claim_sources.c.case_id == case_id)
+            .group_by(claim_sources.c.claim_id)
+            .subquery()
         )
-        .join(claims, and_(claims.c.case_id == claim_sources.c.case_id, claims.c.claim_id == claim_sources.c.claim_id))
-        .where(
-            claim_sources.c.case_id == case_id,
-            claim_sources.c.source_id.in_(source_ids),
-            claims.c.status == ACTIVE,
+        claim_rows = await self.connection.execute(
+            select(claims, cited.c.source_ids)
+            .select_from(claims.outerjoin(cited, cited.c.claim_id == claims.c.claim_id))
+            .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
         )
-        .subquery()
-    )
-    rows = await connection.execute(select(ranked).where(ranked.c.n <= cap).order_by(ranked.c.source_id, ranked.c.n))
-    found: dict[str, tuple[list[dict], int]] = {}
-    for r in rows:
-        listed, total = found.get(r.source_id, ([], r.total))
-        listed.append({"claimId": r.claim_id, "text": r.text, "kind": r.kind, "confidence": r.confidence})
-        found[r.source_id] = (listed, total)
-    return {sid: (listed, total - len(listed)) for sid, (listed, total) in found.items()}
-
-
-async def pending_by_kind(connection: AsyncConnection, case_id: str) -> dict[str, int]:
-    found = await pending_proposals(connection, case_id)
-    by_kind: dict[str, int] = {}
-    for proposal in found:
-        by_kind[proposal["kind"]] = by_kind.get(proposal["kind"], 0) + 1
-    return dict(sorted(by_kind.items()))
-
-
-async def guidance(connection: AsyncConnection, case_id: str) -> list[dict[str, Any]]:
-    """Reviewers' decision notes and case guidance, newest first."""
-    decided = await connection.execute(
-        select(
-            decisions.c.decision_id,
-            decisions.c.proposal_id,
-            decisions.c.reviewer,
-            decisions.c.note,
-            decisions.c.decided_at,
-            proposals.c.kind,
-            proposals.c.agent_name,
-            func.array_agg(func.json_build_array(item_decisions.c.item_id, item_decisions.c.outcome)).label("items"),
+        source_rows = await self.connection.execute(
+            select(sources.c.source_id, sources.c.type).where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
         )
-        .join(proposals, proposals.c.proposal_id == decisions.c.proposal_id)
-        .join(item_decisions, item_decisions.c.decision_id == decisions.c.decision_id)
-        .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
-        .group_by(decisions.c.decision_id, proposals.c.kind, proposals.c.agent_name)
-    )
-    entries = [
-        {
-            "type": "decision_note",
-            "at": r.decided_at,
-            "reviewer": r.reviewer,
-            "note": r.note,
-            "proposalId": r.proposal_id,
-            "proposalKind": r.kind,
-            "agent": r.agent_name,
-            "accepted": sorted(i for i, o in r.items if o == "accepted"),
-            "rejected": sorted(i for i, o in r.items if o == "rejected"),
+        relation_rows = await self.connection.execute(
+            select(relations).where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
+        )
+        member_rows = await self.connection.execute(
+            select(merge_group_members.c.group_id, merge_group_members.c.claim_id)
+            .join(
+                merge_groups,
+                and_(
+                    merge_groups.c.case_id == merge_group_members.c.case_id,
+                    merge_groups.c.group_id == merge_group_members.c.group_id,
+                ),
+            )
+            .where(merge_group_members.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+        )
+        groups: dict[str, list[str]] = {}
+        for row in member_rows:
+            groups.setdefault(row.group_id, []).append(row.claim_id)
+        return LedgerSnapshot(
+            revision=revision,
+            claims=[
+                ClaimView(
+                    claim_id=r.claim_id,
+                    text=r.text,
+                    kind=r.kind,
+                    confidence=r.confidence,
+                    lane=r.lane,
+                    order=r.display_order,
+                    source_ids=tuple(r.source_ids or ()),
+                    revision=r.revision,
+                )
+                for r in claim_rows
+            ],
+            source_types={r.source_id: r.type for r in source_rows},
+            relations=[
+                RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
+                for r in relation_rows
+            ],
+            groups=groups,
+        )
+
+
+    async def pending_proposals(self, case_id: str) -> list[dict[str, Any]]:
+        """Proposals with at least one undecided item, oldest first."""
+        pending_ids = (
+            select(proposal_items.c.proposal_id)
+            .select_from(items_with_outcomes())
+            .where(item_decisions.c.item_id.is_(None))
+            .distinct()
+            .subquery()
+        )
+        rows = await self.connection.execute(
+            select(proposals)
+            .where(proposals.c.case_id == case_id, proposals.c.proposal_id.in_(select(pending_ids.c.proposal_id)))
+            .order_by(proposals.c.created_at)
+        )
+        return [dict(r) for r in rows.mappings()]
+
+
+    async def proposal_items_status(self, proposal_ids: list[str]) -> dict[str, list[dict]]:
+        if not proposal_ids:
+            return {}
+        rows = await self.connection.execute(
+            select(proposal_items.c.proposal_id, proposal_items.c.item_id, item_decisions.c.outcome)
+            .select_from(items_with_outcomes())
+            .where(proposal_items.c.proposal_id.in_(proposal_ids))
+            .order_by(proposal_items.c.proposal_id, proposal_items.c.position)
+        )
+        items: dict[str, list[dict]] = {}
+        for r in rows:
+            items.setdefault(r.proposal_id, []).append({"itemId": r.item_id, "status": r.outcome or "pending"})
+        return items
+
+
+    async def agent_recent_proposals(
+        self, case_id: str, agent_name: str, limit: int
+    ) -> list[dict[str, Any]]:
+        rows = await self.connection.execute(
+            select(proposals)
+            .where(proposals.c.case_id == case_id, proposals.c.agent_name == agent_name)
+            .order_by(proposals.c.created_at.desc())
+            .limit(limit)
+        )
+        return [dict(r) for r in rows.mappings()]
+
+
+    async def source_list(self, case_id: str) -> list[dict[str, Any]]:
+        derived = (
+            select(claim_sources.c.source_id, func.count().label("derived"))
+            .join(claims, and_(claims.c.case_id == claim_sources.c.case_id, claims.c.claim_id == claim_sources.c.claim_id))
+            .where(claim_sources.c.case_id == case_id, claims.c.status == ACTIVE)
+            .group_by(claim_sources.c.source_id)
+            .subquery()
+        )
+        rows = await self.connection.execute(
+            select(
+                sources.c.source_id,
+                sources.c.publisher,
+                sources.c.title,
+                sources.c.url,
+                sources.c.type,
+                sources.c.publication_date,
+                sources.c.snapshot_date,
+                sources.c.authority,
+                sources.c.revision,
+                func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"),
+                func.coalesce(derived.c.derived, 0).label("derived"),
+            )
+            .select_from(sources.outerjoin(derived, derived.c.source_id == sources.c.source_id))
+            .where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
+            .order_by(sources.c.revision, sources.c.source_id)
+        )
+        return [dict(r) for r in rows.mappings()]
+
+
+    async def sources_by_id(self, case_id: str, source_ids: list[str]) -> dict[str, dict]:
+        rows = await self.connection.execute(
+            select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(source_ids))
+        )
+        return {r["source_id"]: dict(r) for r in rows.mappings()}
+
+
+    async def derived_claims(
+        self, case_id: str, source_ids: list[str], cap: int
+    ) -> dict[str, tuple[list[dict], int]]:
+        ranked = (
+            select(
+                claim_sources.c.source_id,
+                claims.c.claim_id,
+                claims.c.text,
+                claims.c.kind,
+                claims.c.confidence,
+                func.row_number()
+                .over(partition_by=claim_sources.c.source_id, order_by=(claims.c.revision, claims.c.claim_id))
+                .label("n"),
+                func.count().over(partition_by=claim_sources.c.source_id).label("total"),
+            )
+            .join(claims, and_(claims.c.case_id == claim_sources.c.case_id, claims.c.claim_id == claim_sources.c.claim_id))
+            .where(
+                claim_sources.c.case_id == case_id,
+                claim_sources.c.source_id.in_(source_ids),
+                claims.c.status == ACTIVE,
+            )
+            .subquery()
+        )
+        rows = await self.connection.execute(select(ranked).where(ranked.c.n <= cap).order_by(ranked.c.source_id, ranked.c.n))
+        found: dict[str, tuple[list[dict], int]] = {}
+        for r in rows:
+            listed, total = found.get(r.source_id, ([], r.total))
+            listed.append({"claimId": r.claim_id, "text": r.text, "kind": r.kind, "confidence": r.confidence})
+            found[r.source_id] = (listed, total)
+        return {sid: (listed, total - len(listed)) for sid, (listed, total) in found.items()}
+
+
+    async def pending_by_kind(self, case_id: str) -> dict[str, int]:
+        found = await self.pending_proposals(case_id)
+        by_kind: dict[str, int] = {}
+        for proposal in found:
+            by_kind[proposal["kind"]] = by_kind.get(proposal["kind"], 0) + 1
+        return dict(sorted(by_kind.items()))
+
+
+    async def guidance(self, case_id: str) -> list[dict[str, Any]]:
+        """Reviewers' decision notes and case guidance, newest first."""
+        decided = await self.connection.execute(
+            select(
+                decisions.c.decision_id,
+                decisions.c.proposal_id,
+                decisions.c.reviewer,
+                decisions.c.note,
+                decisions.c.decided_at,
+                proposals.c.kind,
+                proposals.c.agent_name,
+                func.array_agg(func.json_build_array(item_decisions.c.item_id, item_decisions.c.outcome)).label("items"),
+            )
+            .join(proposals, proposals.c.proposal_id == decisions.c.proposal_id)
+            .join(item_decisions, item_decisions.c.decision_id == decisions.c.decision_id)
+            .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
+            .group_by(decisions.c.decision_id, proposals.c.kind, proposals.c.agent_name)
+        )
+        entries = [
+            {
+                "type": "decision_note",
+                "at": r.decided_at,
+                "reviewer": r.reviewer,
+                "note": r.note,
+                "proposalId": r.proposal_id,
+                "proposalKind": r.kind,
+                "agent": r.agent_name,
+                "accepted": sorted(i for i, o in r.items if o == "accepted"),
+                "rejected": sorted(i for i, o in r.items if o == "rejected"),
+            }
+            for r in decided
+        ]
+        notes = await self.connection.execute(select(guidance_notes).where(guidance_notes.c.case_id == case_id))
+        entries += [
+            {"type": "case_guidance", "at": r.created_at, "reviewer": r.author, "note": r.text} for r in notes
+        ]
+        entries.sort(key=lambda e: e["at"], reverse=True)
+        for entry in entries:
+            entry["at"] = entry["at"].isoformat()
+        return entries
+
+
+    async def provenance_of_claims(self, case_id: str) -> dict[str, dict[str, Any]]:
+        rows = await self.connection.execute(
+            select(claims.c.claim_id, claims.c.staged_by, claims.c.decided_by, claims.c.decided_at,
+                   claims.c.proposal_id).where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+        )
+        return {
+            r.claim_id: {"stagedBy": r.staged_by, "acceptedBy": r.decided_by, "acceptedAt": r.decided_at.isoformat(),
+                         "proposalId": r.proposal_id}
+            for r in rows
         }
-        for r in decided
-    ]
-    notes = await connection.execute(select(guidance_notes).where(guidance_notes.c.case_id == case_id))
-    entries += [
-        {"type": "case_guidance", "at": r.created_at, "reviewer": r.author, "note": r.text} for r in notes
-    ]
-    entries.sort(key=lambda e: e["at"], reverse=True)
-    for entry in entries:
-        entry["at"] = entry["at"].isoformat()
-    return entries
 
 
-async def provenance_of_claims(connection: AsyncConnection, case_id: str) -> dict[str, dict[str, Any]]:
-    rows = await connection.execute(
-        select(claims.c.claim_id, claims.c.staged_by, claims.c.decided_by, claims.c.decided_at,
-               claims.c.proposal_id).where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
-    )
-    return {
-        r.claim_id: {"stagedBy": r.staged_by, "acceptedBy": r.decided_by, "acceptedAt": r.decided_at.isoformat(),
-                     "proposalId": r.proposal_id}
-        for r in rows
-    }
-
-
-async def group_list(connection: AsyncConnection, case_id: str) -> list[dict[str, Any]]:
-    rows = await connection.execute(
-        select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
-        .order_by(merge_groups.c.revision, merge_groups.c.group_id)
-    )
-    return [dict(r) for r in rows.mappings()]
-
-
-# --- read models ------------------------------------------------------------------------------------
-
-
-async def guidance_marker(connection: AsyncConnection, case_id: str) -> str:
-    """Identifies the state of a case's guidance: notes are append-only, so their counts suffice."""
-    notes = (await connection.execute(
-        select(func.count()).select_from(decisions)
-        .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
-    )).scalar_one()
-    written = (await connection.execute(
-        select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id)
-    )).scalar_one()
-    return f"decisions:{notes}/notes:{written}"
-
-
-async def stored_view(connection: AsyncConnection, case_id: str) -> dict[str, Any] | None:
-    row = (await connection.execute(select(case_views).where(case_views.c.case_id == case_id))).mappings().first()
-    return dict(row) if row else None
-
-
-async def save_view(connection: AsyncConnection, case_id: str, view: dict[str, Any], marker: str) -> None:
-    values = {
-        "revision": view["revision"],
-        "guidance_marker": marker,
-        "summary": view["summary"],
-        "unresolved": view["unresolved"],
-        "guidance": view["guidance"],
-    }
-    statement = pg_insert(case_views).values(case_id=case_id, **values)
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[case_views.c.case_id],
-            set_={**values, "updated_at": func.now()},
-            # Never replace a view with one computed from an older ledger.
-            where=case_views.c.revision <= statement.excluded.revision,
+    async def group_list(self, case_id: str) -> list[dict[str, Any]]:
+        rows = await self.connection.execute(
+            select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+            .order_by(merge_groups.c.revision, merge_groups.c.group_id)
         )
-    )
+        return [dict(r) for r in rows.mappings()]
 
 
-async def record_applied(connection: AsyncConnection, event_id: str, event_type: str, stream_seq: int) -> bool:
-    """Record an event as applied; False when it already was (a redelivery)."""
-    row = await connection.execute(
-        pg_insert(projection_inbox)
-        .values(event_id=event_id, event_type=event_type, stream_seq=stream_seq)
-        .on_conflict_do_nothing()
-        .returning(projection_inbox.c.event_id)
-    )
-    return row.scalar_one_or_none() is not None
+    # --- read models ------------------------------------------------------------------------------------
 
 
-async def case_ids(connection: AsyncConnection) -> list[str]:
-    return list((await connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())
+    async def guidance_marker(self, case_id: str) -> str:
+        """Identifies the state of a case's guidance: notes are append-only, so their counts suffice."""
+        notes = (await self.connection.execute(
+            select(func.count()).select_from(decisions)
+            .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
+        )).scalar_one()
+        written = (await self.connection.execute(
+            select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id)
+        )).scalar_one()
+        return f"decisions:{notes}/notes:{written}"
 
 
-async def all_views(connection: AsyncConnection) -> dict[str, dict[str, Any]]:
-    rows = await connection.execute(select(case_views).order_by(case_views.c.case_id))
-    return {r["case_id"]: {k: v for k, v in dict(r).items() if k != "updated_at"} for r in rows.mappings()}
+    async def stored_view(self, case_id: str) -> dict[str, Any] | None:
+        row = (await self.connection.execute(select(case_views).where(case_views.c.case_id == case_id))).mappings().first()
+        return dict(row) if row else None
 
 
-# --- company theses (read side of the thesis-delta service's tables) ---------------------------------
+    async def save_view(self, case_id: str, view: dict[str, Any], marker: str) -> None:
+        values = {
+            "revision": view["revision"],
+            "guidance_marker": marker,
+            "summary": view["summary"],
+            "unresolved": view["unresolved"],
+            "guidance": view["guidance"],
+        }
+        statement = pg_insert(case_views).values(case_id=case_id, **values)
+        await self.connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=[case_views.c.case_id],
+                set_={**values, "updated_at": func.now()},
+                # Never replace a view with one computed from an older ledger.
+                where=case_views.c.revision <= statement.excluded.revision,
+            )
+        )
 
 
-async def company(connection: AsyncConnection, company_id: str | None, ticker: str | None) -> Any:
-    query = select(companies)
-    query = query.where(companies.c.company_id == company_id) if company_id else query.where(
-        companies.c.ticker == ticker)
-    return (await connection.execute(query)).first()
+    async def record_applied(self, event_id: str, event_type: str, stream_seq: int) -> bool:
+        """Record an event as applied; False when it already was (a redelivery)."""
+        row = await self.connection.execute(
+            pg_insert(projection_inbox)
+            .values(event_id=event_id, event_type=event_type, stream_seq=stream_seq)
+            .on_conflict_do_nothing()
+            .returning(projection_inbox.c.event_id)
+        )
+        return row.scalar_one_or_none() is not None
 
 
-async def thesis_claims_of(connection: AsyncConnection, company_id: str) -> list[Any]:
-    rows = await connection.execute(
-        select(thesis_claims).where(thesis_claims.c.company_id == company_id)
-        .order_by(thesis_claims.c.section, thesis_claims.c.created_at, thesis_claims.c.claim_id)
-    )
-    return list(rows)
+    async def case_ids(self) -> list[str]:
+        return list((await self.connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())
 
 
-async def source_files_of(connection: AsyncConnection, company_id: str) -> list[Any]:
-    rows = await connection.execute(
-        select(source_files.c.source_file_id, source_files.c.title, source_files.c.url, source_files.c.created_at,
-               func.length(source_files.c.text).label("length"))
-        .where(source_files.c.company_id == company_id)
-        .order_by(source_files.c.created_at.desc())
-    )
-    return list(rows)
+    async def all_views(self) -> dict[str, dict[str, Any]]:
+        rows = await self.connection.execute(select(case_views).order_by(case_views.c.case_id))
+        return {r["case_id"]: {k: v for k, v in dict(r).items() if k != "updated_at"} for r in rows.mappings()}
 
 
-async def deltas_of(connection: AsyncConnection, company_id: str, statuses: tuple[str, ...], newest_by: str,
-                    limit: int) -> tuple[list[Any], int]:
-    condition = (delta_operations.c.company_id == company_id) & delta_operations.c.status.in_(statuses)
-    total = (await connection.execute(select(func.count()).select_from(delta_operations).where(condition))).scalar_one()
-    rows = await connection.execute(
-        select(delta_operations).where(condition)
-        .order_by(getattr(delta_operations.c, newest_by).desc().nulls_last()).limit(limit)
-    )
-    return list(rows), total
+class SqlProjectionUnitOfWork(SqlUnitOfWork, ProjectionUnitOfWork):
+    def __init__(self, db: Database, origin: Origin, default_case: str | None = None) -> None:
+        super().__init__(db, origin)
+        self.default_case = default_case
+
+    def bind(self, connection: AsyncConnection) -> None:
+        self.reads = SqlReads(connection)
+        self.theses = SqlTheses(connection)
+
+    @classmethod
+    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlProjectionUnitOfWork:
+        return cls(ctx.db, origin(ctx, meta), ctx.settings.default_case)

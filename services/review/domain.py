@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from shared import ledger
-from shared.errors import InvalidArgument, StaleRevision
+from shared import kinds
+from shared.errors import InvalidArgument, NotFound, StaleRevision
+from shared.events import LedgerChange, LedgerChanged
+from shared.ledger import LedgerFacts, Provenance, References, reasons
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,18 @@ class StoredProposal:
     correlation_id: str | None
     created_at: datetime
     items: list[StoredItem]
+    staged_revision: int | None = None  # the revision it was stored at: its pin, or the one it was rebased onto
 
     @property
     def status(self) -> str:
         return proposal_status([item.outcome for item in self.items])
+
+    @property
+    def item_kind(self) -> kinds.ItemKind:
+        return kinds.kind(self.kind)
+
+    def typed(self, item: StoredItem) -> Any:
+        return self.item_kind.parse(item.payload)
 
 
 def proposal_status(outcomes: Sequence[str | None]) -> str:
@@ -59,10 +72,69 @@ class DecisionPlan:
     def changes_ledger(self) -> bool:
         return bool(self.accepted)
 
+    @property
+    def records_anything(self) -> bool:
+        return bool(self.accepted or self.rejected)
+
+    def outcomes(self) -> list[tuple[str, str]]:
+        return [(i.item_id, "accepted") for i in self.accepted] + [(i.item_id, "rejected") for i in self.rejected]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A reviewer's recorded decision on a proposal: what became of each chosen item, and why."""
+
+    decision_id: str
+    proposal_id: str
+    case_id: str
+    reviewer: str
+    note: str | None
+    expected_revision: int | None
+    revision_after: int | None  # the revision it moved the case to; None when it changed nothing
+    refused: list[dict[str, str]]
+    outcomes: list[tuple[str, str]]
+    correlation_id: str | None
+    decided_at: datetime
+    request_digest: str | None = None
+
+
+def request_digest(accept: Sequence[str], reject: Sequence[str], note: str | None, expected_revision: int) -> str:
+    """A decision request as canonical JSON: the same request repeated has the same digest."""
+    canonical = json.dumps({"accept": list(accept), "reject": list(reject), "note": note,
+                            "expectedRevision": expected_revision}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def new_decision(proposal: StoredProposal, plan: DecisionPlan, *, reviewer: str, note: str | None,
+                 expected_revision: int | None, revision: int, correlation_id: str | None,
+                 at: datetime, digest: str | None = None) -> Decision:
+    return Decision(
+        decision_id=str(uuid.uuid4()), proposal_id=proposal.proposal_id, case_id=proposal.case_id,
+        reviewer=reviewer, note=note, expected_revision=expected_revision,
+        revision_after=revision + 1 if plan.changes_ledger else None, refused=plan.refused,
+        outcomes=plan.outcomes(), correlation_id=correlation_id, decided_at=at, request_digest=digest,
+    )
+
+
+def provenance_of(proposal: StoredProposal, decision: Decision) -> Provenance:
+    """What every record a decision installs remembers of where it came from."""
+    assert decision.revision_after is not None
+    return Provenance(decided_by=decision.reviewer, decided_at=decision.decided_at, revision=decision.revision_after,
+                      proposal_id=proposal.proposal_id, staged_by=proposal.agent_name, staged_at=proposal.created_at,
+                      decision_id=decision.decision_id)
+
+
+def ledger_changed(case_id: str, revision: int, actor: str, summary: str, change: LedgerChange,
+                   decision_id: str | None = None, proposal_id: str | None = None) -> LedgerChanged:
+    """One revision of a case's ledger, as its change log entry and its `ledger.changed` event tell it."""
+    return LedgerChanged(case_id=case_id, revision=revision, previous_revision=revision - 1, actor=actor,
+                         summary=summary, decision_id=decision_id, proposal_id=proposal_id, changes=change)
+
 
 def status_after(proposal: StoredProposal, plan: DecisionPlan) -> str:
     """The proposal's status once the plan's outcomes are recorded."""
-    decided = {i.item_id: "accepted" for i in plan.accepted} | {i.item_id: "rejected" for i in plan.rejected}
+    decided = dict(plan.outcomes())
     return proposal_status([decided.get(item.item_id, item.outcome) for item in proposal.items])
 
 
@@ -115,9 +187,10 @@ def check_request(proposal: StoredProposal, accept: Sequence[str], reject: Seque
 
 
 def plan(
-    proposal: StoredProposal, accept: Sequence[str], reject: Sequence[str], facts: ledger.LedgerFacts
+    proposal: StoredProposal, accept: Sequence[str], reject: Sequence[str], facts: LedgerFacts
 ) -> DecisionPlan:
     """Accept what still fits the ledger (in the proposal's order), reject what is rejected, refuse the rest."""
+    kind = proposal.item_kind
     result = DecisionPlan()
     chosen = set(accept) | set(reject)
     for item in proposal.items:
@@ -135,54 +208,46 @@ def plan(
         if item.item_id in reject:
             result.rejected.append(item)
             continue
-        problems = ledger.check_item(proposal.kind, item.payload, facts)
+        typed = kind.parse(item.payload)
+        problems = kind.check(typed, facts)
         if problems:
             result.refused.append({"itemId": item.item_id, "reason": reasons(problems)})
             continue
-        facts.install(proposal.kind, item.payload)
+        kind.learn(typed, facts)
         result.accepted.append(item)
     return result
 
 
-def reasons(problems: Sequence[ledger.Problem]) -> str:
-    return "; ".join(f"{p.field}: {p.message}" for p in problems)
-
-
-def refs_of(proposal: StoredProposal, item_ids: Sequence[str]) -> ledger.References:
+def refs_of(proposal: StoredProposal, item_ids: Sequence[str]) -> References:
     wanted = set(item_ids)
-    return ledger.references(proposal.kind, [i.payload for i in proposal.items if i.item_id in wanted])
+    return References.union(proposal.item_kind.references(proposal.typed(i)) for i in proposal.items
+                            if i.item_id in wanted)
 
 
-def would_change(proposal: StoredProposal, item: StoredItem, facts: ledger.LedgerFacts) -> dict[str, Any]:
+def would_change(proposal: StoredProposal, item: StoredItem, facts: LedgerFacts) -> dict[str, Any]:
     """What accepting one item would change in the ledger as it is now, or why it no longer can."""
-    problems = ledger.check_item(proposal.kind, item.payload, facts)
-    kind = proposal.kind
-    change: dict[str, Any]
-    if kind == "sources":
-        change = {"adds": [{"record": "source", "id": item.item_id}]}
-    elif kind == "claims":
-        change = {
-            "adds": [{"record": "claim", "id": item.item_id}],
-            "cites": list(item.payload["sourceIds"]),
-        }
-    elif kind == "relations":
-        p = item.payload
-        change = {
-            "adds": [{"record": "relation", "id": p["id"], "from": p["sourceClaimId"], "to": p["targetClaimId"],
-                      "type": p["type"]}]
-        }
-    elif kind == "merge":
-        change = {
-            "adds": [{"record": "group", "id": item.payload["groupId"]}],
-            "joins": list(item.payload["memberClaimIds"]),
-        }
-    else:
-        current = [cid for cid, fact in facts.claims.items() if fact.kind == "verdict" and fact.status == "active"]
-        change = {
-            "adds": [{"record": "claim", "id": item.item_id, "kind": "verdict"}]
-            + [{"record": "relation", "id": r["id"], "from": r["sourceClaimId"], "to": r["targetClaimId"],
-                "type": r["type"]} for r in item.payload["relations"]],
-            "bases": ledger.verdict_bases(item.payload),
-            "supersedes": current[0] if current else None,
-        }
-    return {"acceptable": not problems, "change": change, "problems": [p.to_dict() for p in problems]}
+    return proposal.item_kind.would_change(proposal.typed(item), facts)
+
+
+def accepted_summary(proposal: StoredProposal, plan: DecisionPlan, reviewer: str) -> str:
+    return (f"{reviewer} accepted {len(plan.accepted)} {proposal.kind} item(s) of proposal "
+            f"{proposal.proposal_id} staged by {proposal.agent_name}")
+
+
+def proposal_uuid(raw: str) -> str:
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise proposal_not_found(raw) from None
+
+
+def proposal_not_found(proposal_id: str) -> NotFound:
+    return NotFound(
+        f"there is no proposal {proposal_id!r}",
+        field="proposalId",
+        hint="list a case's proposals with GET /api/v1/cases/{caseId}/proposals",
+    )
+
+
+def case_not_found(case_id: str) -> NotFound:
+    return NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases with GET /api/v1/cases")

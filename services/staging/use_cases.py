@@ -1,81 +1,68 @@
-"""Staging use cases: one per stage_* tool, all through `stage`."""
+"""Staging use cases: every stage_* tool is `stage` with the kind of item it stages."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from services.staging import domain, repository
-from shared import ledger, outbox
-from shared.contracts import ToolRequest
-from shared.db.queries import ledger_facts
-from shared.errors import NotFound
-from shared.events import EventType, ProposalStaged, case_event
-from shared.service import Meta, ServiceContext
+from services.staging import domain
+from services.staging.ports import REPLAYED, LedgerMoved, StagingUnitOfWork
+from shared.contracts import Pinned, ToolRequest
+from shared.events import ProposalStaged, case
+from shared.kinds import ItemKind
+from shared.ledger import References
+
+# A decision committing between a call's check and its write makes the call check again; this many times
+# at most, which only a case moving on every few milliseconds could exhaust.
+ATTEMPTS = 5
 
 
-async def stage(ctx: ServiceContext, tool: str, request: ToolRequest, meta: Meta) -> dict[str, Any]:
-    """Store the call as one pending proposal, or refuse it and store nothing."""
-    kind = domain.KIND_BY_TOOL[tool]
-    args = request.args.model_dump(mode="json", by_alias=True)
-    case_id = args["expectedCaseId"]
-    async with ctx.db.transaction() as connection:
-        revision = await repository.pin_case(connection, case_id)
-        if revision is None:
-            raise NotFound(
-                f"there is no case {case_id!r}",
-                field="expectedCaseId",
-                hint="call get_workspace first and use the caseId it returns",
-            )
-        discovered = await repository.discovered_case(connection, request.actor.name)
-        domain.check_pin(
-            expected_case_id=case_id,
-            discovered_case_id=discovered,
-            expected_revision=args["expectedRevision"],
-            revision=revision,
-        )
-        refs = ledger.references(kind, [payload for _, payload in ledger.items_of(kind, args)])
-        facts = await ledger_facts(connection, case_id, revision, refs)
-        found = domain.problems(kind, args, facts)
-        if found:
-            raise domain.refusal(found)
-        proposal = domain.new_proposal(
-            kind,
-            args,
-            revision=revision,
-            agent_name=request.actor.name,
-            token_id=request.actor.token_id,
-            correlation_id=meta.correlation_id,
-        )
-        await repository.insert_proposal(connection, proposal)
-        await outbox.append(
-            connection,
-            [
-                case_event(
-                    ctx.subjects,
-                    EventType.PROPOSAL_STAGED,
-                    ProposalStaged(
-                        case_id=case_id,
-                        proposal_id=proposal.proposal_id,
-                        kind=kind,
-                        item_ids=[item_id for item_id, _ in proposal.items],
-                        agent=request.actor.name,
-                        pinned_revision=revision,
-                    ),
-                    case_id=case_id,
-                    service=ctx.service.value,
-                    revision=revision,
-                    correlation_id=meta.correlation_id,
-                    traceparent=meta.traceparent,
-                )
-            ],
-        )
-    return {
-        "proposalId": proposal.proposal_id,
-        "caseId": case_id,
-        "kind": kind,
-        "status": "pending",
-        "pinnedRevision": revision,
-        "items": [{"itemId": item_id, "status": "pending"} for item_id, _ in proposal.items],
-        "next": "A reviewer will accept or reject each item; nothing canonical changes until then. "
-        "Follow it with get_workspace scope=proposals; reviewers' notes appear in scope=guidance.",
-    }
+async def stage(kind: ItemKind, request: ToolRequest[Pinned], uow: StagingUnitOfWork) -> dict[str, Any]:
+    """Store the call as one pending proposal — rebased when the ledger moved on in nothing it depends
+    on — or refuse it and store nothing; an identical repeat returns the first proposal."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await _stage_once(kind, request, uow)
+        except LedgerMoved:
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _stage_once(kind: ItemKind, request: ToolRequest[Pinned], uow: StagingUnitOfWork) -> dict[str, Any]:
+    args, agent = request.args, request.actor.name
+    case_id, pin = args.expected_case_id, args.expected_revision
+    items = kind.items_of(args)
+    digest = domain.request_digest(kind, args)
+    async with uow:
+        found = await uow.ledger.stage_facts(case_id, pin, References.union(map(kind.references, items)), agent,
+                                             digest)
+        if found is None:
+            raise domain.no_case(case_id)
+        revision = found.revision
+        domain.check_pin(expected_case_id=case_id, discovered_case_id=request.discovered_case_id,
+                         expected_revision=pin, revision=revision)
+        if found.prior is not None:
+            return _replayed(case_id, found.prior, revision)
+        problems = kind.problems(args, found.facts)
+        if changes := domain.changed_since_pin(kind, items, found.facts, pin):
+            raise domain.stale(changes, problems, pin, revision)
+        if problems:
+            raise domain.refusal(problems)
+        proposal = domain.new_proposal(kind, args, revision=revision, actor=request.actor,
+                                       correlation_id=uow.origin.correlation_id, digest=digest)
+        uow.proposals.add(proposal)
+        uow.emit(case(case_id), ProposalStaged(
+            case_id=case_id, proposal_id=proposal.proposal_id, kind=kind.name, item_ids=proposal.item_ids,
+            agent=agent, pinned_revision=pin, staged_revision=revision,
+        ), revision=revision)
+        outcome = await uow.commit()
+    if isinstance(outcome, tuple) and outcome[0] == REPLAYED:  # an identical call stored first, just now
+        return domain.staged_view(case_id, outcome[1], kind.name, proposal.item_ids, pinned=pin, revision=revision,
+                                  replayed=True)
+    return domain.staged_view(case_id, proposal.proposal_id, kind.name, proposal.item_ids, pinned=pin,
+                              revision=revision, since_pin=found.since_pin)
+
+
+def _replayed(case_id: str, prior: domain.Prior, revision: int) -> dict[str, Any]:
+    return domain.staged_view(case_id, prior.proposal_id, prior.kind, prior.item_ids, pinned=prior.pinned_revision,
+                              revision=revision, replayed=True)

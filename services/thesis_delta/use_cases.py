@@ -29,10 +29,11 @@ from shared.events import (
     ThesisDelta,
     ThesisDeltaCommitted,
     ThesisDeltaDecided,
-    company_event,
+    company,
+    new_event,
 )
 from shared.logging import get_logger
-from shared.service import Meta, ServiceContext
+from shared.service import Meta, ServiceContext, origin
 from shared.subjects import Command
 
 log = get_logger(__name__)
@@ -56,16 +57,7 @@ def _company_not_found(company_id: str, field: str = "companyId") -> NotFound:
 
 
 def _event(ctx: ServiceContext, event_type: EventType, data: Any, company_id: str, revision: int, meta: Meta):
-    return company_event(
-        ctx.subjects,
-        event_type,
-        data,
-        company_id=company_id,
-        service=ctx.service.value,
-        revision=revision,
-        correlation_id=meta.correlation_id,
-        traceparent=meta.traceparent,
-    )
+    return new_event(origin(ctx, meta), company(company_id), data, revision=revision)
 
 
 # --- the Prism tool ---------------------------------------------------------------------------------

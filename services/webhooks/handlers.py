@@ -7,10 +7,10 @@ from typing import Any
 from faststream.nats import NatsRouter
 
 from services.webhooks import use_cases
-from shared.contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 from shared.messaging import ok
 from shared.service import ServiceContext
 from shared.subjects import Command
+from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:

@@ -16,11 +16,11 @@ from services.webhooks import domain
 from services.webhooks import repository as repo
 from services.webhooks.sender import Attempt, check_registration
 from shared import outbox
-from shared.contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 from shared.errors import InvalidArgument, NotFound
-from shared.events import EventType, WebhookFailing, webhook_event
+from shared.events import EventType, Origin, WebhookFailing, new_event, webhook
 from shared.logging import get_logger
 from shared.service import ServiceContext
+from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
 log = get_logger(__name__)
 
@@ -237,14 +237,14 @@ async def finish(ctx: ServiceContext, claimed: Claimed, attempt: Attempt, rng: r
 
 async def _mark_failing(ctx: ServiceContext, connection: Any, claimed: Claimed, attempts: int, first: Any,
                         error: str | None) -> None:
-    webhook = await repo.webhook_row(connection, claimed.webhook_id, lock=True)
-    if webhook.status != "active":
+    row = await repo.webhook_row(connection, claimed.webhook_id, lock=True)
+    if row.status != "active":
         return
     await repo.set_status(connection, claimed.webhook_id, "failing")
     data = WebhookFailing(webhook_id=claimed.webhook_id, host=urlsplit(claimed.url).hostname or "",
                           event_id=claimed.event_id, event_type=claimed.event_type, attempts=attempts,
                           first_attempt_at=first.isoformat(), last_error=error)
-    await outbox.append(connection, [webhook_event(ctx.subjects, EventType.WEBHOOK_FAILING, data,
-                                                   webhook_id=claimed.webhook_id, service=ctx.service.value)])
+    await outbox.append(connection, [new_event(Origin(ctx.subjects, ctx.service.value), webhook(claimed.webhook_id),
+                                               data)])
     log.warning("webhook_failing", webhook_id=claimed.webhook_id, event_id=claimed.event_id, attempts=attempts,
                 error=error)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, text
+from sqlalchemy import and_, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import claims, merge_groups, relations, sources
-from shared.ledger import ClaimFact, LedgerFacts, References
+from shared.db.tables import claims, item_decisions, merge_groups, proposal_items, relations, sources
+from shared.ledger import VERDICT, ClaimFact, LedgerFacts, References
+
+
+class SqlLedgerReader:
+    """The ledger's facts for the rules (staging and review both check items against them)."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+
+    async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts:
+        return await ledger_facts(self.connection, case_id, revision, refs)
 
 
 async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int, refs: References) -> LedgerFacts:
@@ -20,7 +30,7 @@ async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int,
         )
         facts.sources = {r.source_id: r.status for r in rows}
     claim_filter = claims.c.claim_id.in_(refs.claims) if refs.claims else None
-    verdict_filter = (claims.c.kind == "verdict") & (claims.c.status == "active")
+    verdict_filter = (claims.c.kind == VERDICT) & (claims.c.status == "active")
     rows = await connection.execute(
         select(claims.c.claim_id, claims.c.kind, claims.c.status).where(
             claims.c.case_id == case_id,
@@ -43,6 +53,15 @@ async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int,
         )
         facts.groups = {r.group_id for r in rows}
     return facts
+
+
+def items_with_outcomes():  # noqa: ANN201
+    """Each proposal item beside its outcome, if it has been decided (review writes outcomes, all read them)."""
+    return proposal_items.outerjoin(
+        item_decisions,
+        and_(item_decisions.c.proposal_id == proposal_items.c.proposal_id,
+             item_decisions.c.item_id == proposal_items.c.item_id),
+    )
 
 
 # Stage calls hold a case's lock shared, decisions exclusively. Advisory locks queue fairly: once a

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import delete
 
-from services.projection import repository as projection
+from services.projection.repository import SqlReads
 from shared.db.tables import case_views
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import agent_session, claim_item, decide, seed, source_item
@@ -41,7 +41,7 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     await wait_until_published(stack.db)
     await wait_until_projected(stack.settings)
     async with stack.db.engine.connect() as connection:
-        live = await projection.all_views(connection)
+        live = await SqlReads(connection).all_views()
     assert live[case_id]["revision"] == 2
     assert live[case_id]["guidance"][0]["note"] == "Cite the agency data."
     assert live[case_id]["summary"]["evidenceHealth"]["claims"]["total"] == 3
@@ -50,7 +50,7 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     rebuilt = await asyncio.to_thread(run, stack, "projection", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
     async with stack.db.engine.connect() as connection:
-        after = await projection.all_views(connection)
+        after = await SqlReads(connection).all_views()
     assert after == live
 
 

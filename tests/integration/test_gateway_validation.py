@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator, FormatChecker
 
 from services.gateway.auth import Principal
+from services.gateway.discoveries import Discoveries
 from services.gateway.mcp_server import _call
 from services.gateway.tools import COMMAND_OF_TOOL
 from shared.contracts import command_requests
@@ -23,6 +24,8 @@ from tests.schema_strategies import paths, valid
 
 TOOLS = {tool.name: tool for tool in all_tools()}
 AGENT = Principal(token_id="00000000-0000-4000-8000-000000000000", name="property-agent", role="agent")
+# Refused calls never reach the discovery lookup, so it needs no database here.
+UNUSED_DISCOVERIES = Discoveries(db=None)  # type: ignore[arg-type]
 TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
 WRONG_VALUES = [
     None, 12345, -1, "", "x" * 5001, "x" * 100_000, [], {}, {"unexpected": True}, 3.5, True, "UPPER CASE",
@@ -145,7 +148,7 @@ async def test_schema_invalid_input_is_refused_naming_the_field_briefly_and_neve
     assert len(examples) >= 20, "the mutations should mostly produce invalid inputs"
     for arguments, how, location, value in examples:
         with pytest.raises(InvalidArgument) as refused:
-            await _call(client, AGENT, name, arguments, "corr-property", TRACEPARENT)
+            await _call(client, UNUSED_DISCOVERIES, AGENT, name, arguments, "corr-property", TRACEPARENT)
         field = refused.value.field
         expected = _fields_reported_for(tool.input_schema, how, location, value)
         if expected is None:
@@ -218,7 +221,7 @@ async def test_ecma_nul_and_oversized_arguments_are_refused_briefly_at_the_gatew
 ):
     client, received = spy
     with pytest.raises(InvalidArgument) as refused:
-        await _call(client, AGENT, name, arguments, "corr-refused", TRACEPARENT)
+        await _call(client, UNUSED_DISCOVERIES, AGENT, name, arguments, "corr-refused", TRACEPARENT)
     assert refused.value.field == field
     assert hint in refused.value.hint
     assert len(refused.value.message) < SHORT_MESSAGE, refused.value.message[:SHORT_MESSAGE]

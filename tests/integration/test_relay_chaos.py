@@ -88,10 +88,9 @@ async def make_decisions(stack: Stack) -> int:
                                                       "question": "q"})
         agent = {"name": f"agent-{n}", "role": "agent"}
         await store.assign(agent["name"], case_id)
-        await stack.client.call(Command.GET_WORKSPACE, {"actor": agent, "args": {}})
-        proposals = []
+        proposals = []  # the commands carry the case the gateway knows the agent discovered
         for k in range(DECISIONS_PER_CASE):
-            staged = await stack.client.call(Command.STAGE_SOURCES, {"actor": agent, "args": {
+            staged = await stack.client.call(Command.STAGE_SOURCES, {"actor": agent, "discoveredCaseId": case_id, "args": {
                 "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}})
             proposals.append((staged["proposalId"], f"s{k}"))
         deciding = True
@@ -100,7 +99,7 @@ async def make_decisions(stack: Stack) -> int:
             # Focus events race the decisions: each must still land in revision order.
             focus = ["unresolved", "all"]
             while deciding:
-                await stack.client.call(Command.SET_FOCUS, {"actor": agent, "args": {
+                await stack.client.call(Command.SET_FOCUS, {"actor": agent, "discoveredCaseId": case_id, "args": {
                     "expectedCaseId": case_id, "focus": focus[0]}})
                 focus.reverse()
 

@@ -6,13 +6,13 @@ import pytest
 
 from shared import outbox
 from shared.errors import InvalidArgument
-from shared.events import EventType, GuidanceAdded, case_event
+from shared.events import GuidanceAdded, Origin, case, new_event
 from shared.subjects import Subjects
 
 
 def guidance_event(text: str):
     data = GuidanceAdded(case_id="c", note_id="n", author="reviewer", text=text)
-    return case_event(Subjects("t"), EventType.GUIDANCE_ADDED, data, case_id="c", service="review")
+    return new_event(Origin(Subjects("t"), "review"), case("c"), data)
 
 
 async def test_an_event_above_the_publishable_size_is_refused_before_anything_is_written():

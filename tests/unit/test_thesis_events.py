@@ -13,12 +13,13 @@ from shared.errors import InvalidArgument
 from shared.events import (
     ClaimLabel,
     DeltaCategory,
-    EventType,
+    Origin,
     ThesisChanged,
     ThesisChanges,
     ThesisDelta,
     ThesisDeltaCommitted,
-    company_event,
+    company,
+    new_event,
 )
 from shared.settings import Settings
 from shared.spec import SPEC_DIR
@@ -58,9 +59,9 @@ def committed_event(delta: dict, summary: str) -> dict:
     data = ThesisDeltaCommitted(company_id="c" * 36, operation_id="o" * 36, caller=WIDE * 200,
                                 category=delta["category"], summary=summary, base_revision=2**53,
                                 delta=delta)
-    event = company_event(Subjects("threadline"), EventType.THESIS_DELTA_COMMITTED, data, company_id="c" * 36,
-                          service="thesis-delta", revision=2**53, correlation_id="x" * 32,
-                          traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
+    origin = Origin(Subjects("threadline"), "thesis-delta", correlation_id="x" * 32,
+                    traceparent="00-" + "a" * 32 + "-" + "b" * 16 + "-01")
+    event = new_event(origin, company("c" * 36), data, revision=2**53)
     return event.envelope
 
 
@@ -113,8 +114,7 @@ def test_the_accepted_change_event_of_the_largest_delta_is_bounded_alike():
     changes = {"added": added, "updated": delta["claims"]["updated"], "retired": delta["claims"]["retired"]}
     data = ThesisChanged(company_id="c" * 36, revision=1, previous_revision=0, operation_id="o" * 36,
                          reviewer=WIDE * 200, changes=changes)
-    event = company_event(Subjects("threadline"), EventType.THESIS_CHANGED, data, company_id="c" * 36,
-                          service="thesis-delta", revision=1)
+    event = new_event(Origin(Subjects("threadline"), "thesis-delta"), company("c" * 36), data, revision=1)
     assert len(json.dumps(event.envelope, separators=(",", ":")).encode()) < EVENT_BOUND
 
 

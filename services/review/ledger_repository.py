@@ -1,0 +1,205 @@
+"""The canonical ledger's writes (review is their only writer) and the change log, in PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
+from shared.db.queries import ledger_facts
+from shared.db.tables import (
+    change_log,
+    claim_sources,
+    claims,
+    merge_group_members,
+    merge_groups,
+    relations,
+    sources,
+)
+from shared.events import LedgerChanged
+from shared.ledger import VERDICT, LedgerFacts, Provenance, References
+
+
+def _provenance(provenance: Provenance) -> dict[str, Any]:
+    return {
+        "proposal_id": provenance.proposal_id,
+        "staged_by": provenance.staged_by,
+        "staged_at": provenance.staged_at,
+        "decision_id": provenance.decision_id,
+        "decided_by": provenance.decided_by,
+        "decided_at": provenance.decided_at,
+        "revision": provenance.revision,
+    }
+
+
+def _ended(provenance: Provenance, status: str) -> dict[str, Any]:
+    return {"status": status, "ended_by": provenance.decided_by, "ended_at": provenance.decided_at,
+            "ended_revision": provenance.revision}
+
+
+class SqlLedger:
+    """The ledger of every case, as review reads and writes it inside a decision's transaction."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+
+    async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts:
+        return await ledger_facts(self.connection, case_id, revision, refs)
+
+    # --- installing accepted items ---------------------------------------------------------------
+
+    async def add_sources(self, case_id: str, items: Sequence[SourceItem | RecordedSource],
+                          provenance: Provenance) -> None:
+        await self.connection.execute(insert(sources), [
+            {
+                "case_id": case_id, "source_id": s.id, "publisher": s.publisher, "title": s.title, "url": s.url,
+                "publication_date": s.publication_date, "snapshot_date": s.snapshot_date, "type": s.type,
+                "authority": s.authority, "evidence_text": s.evidence_text, "provenance_note": s.provenance_note,
+                "transcriptions": [t.model_dump() for t in getattr(s, "transcriptions", [])],
+                **_provenance(provenance),
+            }
+            for s in items
+        ])
+
+    async def add_claims(self, case_id: str, items: Sequence[ClaimItem | VerdictClaim],
+                         provenance: Provenance) -> None:
+        await self.connection.execute(insert(claims), [
+            {
+                "case_id": case_id, "claim_id": c.id, "text": c.text, "kind": c.kind, "confidence": c.confidence,
+                "transformation_note": c.transformation_note,
+                "proposal_rationale": getattr(c, "proposal_rationale", None),
+                "lane": getattr(c, "lane", None), "display_order": getattr(c, "order", None),
+                **_provenance(provenance),
+            }
+            for c in items
+        ])
+        await self.connection.execute(insert(claim_sources), [
+            {"case_id": case_id, "claim_id": c.id, "source_id": source_id, "position": i}
+            for c in items
+            for i, source_id in enumerate(c.source_ids)
+        ])
+
+    async def add_relations(self, case_id: str, items: Sequence[RelationItem], provenance: Provenance, *,
+                            verdict_id: str | None = None) -> None:
+        await self.connection.execute(insert(relations), [
+            {
+                "case_id": case_id, "relation_id": r.id, "source_claim_id": r.source_claim_id,
+                "target_claim_id": r.target_claim_id, "type": r.type, "rationale": r.rationale,
+                "verdict_basis": verdict_id is not None and r.target_claim_id == verdict_id,
+                **_provenance(provenance),
+            }
+            for r in items
+        ])
+
+    async def add_groups(self, case_id: str, items: Sequence[MergeGroupItem], provenance: Provenance) -> None:
+        await self.connection.execute(insert(merge_groups), [
+            {"case_id": case_id, "group_id": g.group_id, "label": g.label, "confidence": g.confidence,
+             "rationale": g.rationale, **_provenance(provenance)}
+            for g in items
+        ])
+        await self.connection.execute(insert(merge_group_members), [
+            {"case_id": case_id, "group_id": g.group_id, "claim_id": claim_id}
+            for g in items
+            for claim_id in g.member_claim_ids
+        ])
+
+    async def supersede_verdict(self, case_id: str, new_verdict_id: str, provenance: Provenance) -> str | None:
+        row = await self.connection.execute(
+            update(claims)
+            .where(claims.c.case_id == case_id, claims.c.kind == VERDICT, claims.c.status == "active")
+            .values(**_ended(provenance, "superseded"), superseded_by=new_verdict_id)
+            .returning(claims.c.claim_id)
+        )
+        return row.scalar_one_or_none()
+
+    async def end_links(self, case_id: str, claim_id: str, provenance: Provenance) -> list[tuple[str, str]]:
+        """End the active relations and merge groups that involve a claim leaving the ledger.
+
+        A relation or a restatement group is only as good as its claims: once one of them is retired or
+        superseded, the link would count evidence that is no longer canonical. Returns (record, id) pairs.
+        """
+        relation_rows = await self.connection.execute(
+            update(relations)
+            .where(
+                relations.c.case_id == case_id,
+                relations.c.status == "active",
+                (relations.c.source_claim_id == claim_id) | (relations.c.target_claim_id == claim_id),
+            )
+            .values(**_ended(provenance, "retired"))
+            .returning(relations.c.relation_id)
+        )
+        ended = [("relation", r.relation_id) for r in relation_rows]
+        group_rows = await self.connection.execute(
+            update(merge_groups)
+            .where(
+                merge_groups.c.case_id == case_id,
+                merge_groups.c.status == "active",
+                merge_groups.c.group_id.in_(
+                    select(merge_group_members.c.group_id).where(
+                        merge_group_members.c.case_id == case_id, merge_group_members.c.claim_id == claim_id
+                    )
+                ),
+            )
+            .values(**_ended(provenance, "retired"))
+            .returning(merge_groups.c.group_id)
+        )
+        return ended + [("group", r.group_id) for r in group_rows]
+
+    # --- retiring records ------------------------------------------------------------------------
+
+    async def retire(self, case_id: str, record: str, record_id: str, provenance: Provenance) -> list[tuple[str, str]]:
+        table, key = (sources, sources.c.source_id) if record == "source" else (claims, claims.c.claim_id)
+        await self.connection.execute(
+            update(table).where(table.c.case_id == case_id, key == record_id).values(**_ended(provenance, "retired"))
+        )
+        return [] if record == "source" else await self.end_links(case_id, record_id, provenance)
+
+    async def statuses(self, case_id: str, source_ids: list[str], claim_ids: list[str]) -> dict[tuple[str, str], str]:
+        found: dict[tuple[str, str], str] = {}
+        for record, table, key, ids in (("source", sources, sources.c.source_id, source_ids),
+                                        ("claim", claims, claims.c.claim_id, claim_ids)):
+            if ids:
+                rows = await self.connection.execute(
+                    select(key.label("id"), table.c.status).where(table.c.case_id == case_id, key.in_(ids))
+                )
+                found.update({(record, r.id): r.status for r in rows})
+        return found
+
+    # --- the change log --------------------------------------------------------------------------
+
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None:
+        await self.connection.execute(insert(change_log).values(
+            case_id=step.case_id, revision=step.revision, decision_id=step.decision_id, actor=step.actor,
+            summary=step.summary, changes=step.changes.model_dump(mode="json", by_alias=True),
+            correlation_id=correlation_id, at=at,
+        ))
+
+    async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]:
+        query = select(change_log).where(change_log.c.case_id == case_id)
+        if before is not None:
+            query = query.where(change_log.c.revision < before)
+        rows = await self.connection.execute(query.order_by(change_log.c.revision.desc()).limit(limit))
+        return [dict(r) for r in rows.mappings()]
+
+    async def ended(self, case_id: str, oldest: int, newest: int) -> list[dict[str, Any]]:
+        """Records that left the ledger (superseded or retired) in a range of revisions, oldest first."""
+        found: list[dict[str, Any]] = []
+        for table, id_column, record in (
+            (claims, claims.c.claim_id, "claim"),
+            (sources, sources.c.source_id, "source"),
+            (relations, relations.c.relation_id, "relation"),
+            (merge_groups, merge_groups.c.group_id, "group"),
+        ):
+            rows = await self.connection.execute(
+                select(id_column.label("id"), table.c.status, table.c.ended_by, table.c.ended_at,
+                       table.c.ended_revision, table.c.superseded_by, table.c.revision, table.c.decided_by,
+                       table.c.decided_at)
+                .where(table.c.case_id == case_id, table.c.status != "active",
+                       table.c.ended_revision.between(oldest, newest))
+            )
+            found += [{"record": record, **r} for r in rows.mappings()]
+        return sorted(found, key=lambda r: (r["ended_revision"], r["record"], r["id"]))

@@ -1,0 +1,71 @@
+"""What review's use cases ask of storage: cases, proposals and decisions, the canonical ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from services.review.domain import Decision, StoredProposal
+from shared.events import LedgerChanged
+from shared.ledger import LedgerFacts, LedgerWriter, Provenance, References
+from shared.uow import UnitOfWork
+
+
+class Cases(Protocol):
+    async def lock(self, case_id: str) -> int | None:
+        """The case's revision, locked: decisions on one case apply one at a time, and no stage call runs."""
+
+    async def bump(self, case_id: str) -> int: ...
+
+    async def add(self, case_id: str, title: str, question: str, created_by: str) -> bool: ...
+
+    async def get(self, case_id: str) -> dict[str, Any] | None: ...
+
+    async def all(self) -> list[dict[str, Any]]: ...
+
+    async def focus(self, case_id: str) -> str | None: ...
+
+    async def add_guidance(self, note_id: str, case_id: str, author: str, text: str) -> None: ...
+
+
+class Proposals(Protocol):
+    async def case_of(self, proposal_id: str) -> str | None: ...
+
+    async def get(self, proposal_id: str) -> StoredProposal | None: ...
+
+    async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]: ...
+
+    async def recently_decided(self, case_id: str, status: str, limit: int) -> list[StoredProposal]: ...
+
+    async def record(self, decision: Decision) -> None: ...
+
+    async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
+        """The recorded decision an identical request made (as decisions_of lists them), if any."""
+
+    async def decisions_of(self, proposal_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
+
+    async def proposals_of_decisions(self, decision_ids: Sequence[str]) -> dict[str, str]: ...
+
+
+class Ledger(LedgerWriter, Protocol):
+    async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts: ...
+
+    async def statuses(self, case_id: str, source_ids: list[str],
+                       claim_ids: list[str]) -> dict[tuple[str, str], str]: ...
+
+    async def retire(self, case_id: str, record: str, record_id: str,
+                     provenance: Provenance) -> list[tuple[str, str]]:
+        """Retire an active source or claim (a claim takes its links along); what else ended."""
+
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None: ...
+
+    async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]: ...
+
+    async def ended(self, case_id: str, oldest: int, newest: int) -> list[dict[str, Any]]: ...
+
+
+class ReviewUnitOfWork(UnitOfWork):
+    cases: Cases
+    proposals: Proposals
+    ledger: Ledger

@@ -1,0 +1,331 @@
+"""Validating a tool call against its input schema: Draft-07, formats checked, patterns as ECMA-262 has them.
+
+A refusal names every fault of the call (up to MAX_PROBLEMS), each with its field and fix. The work a
+call can cause is bounded: sizes (`maxItems`, `maxLength`) are checked first, by length alone, so an
+oversized array is refused without looking at its items, and collection stops at the bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+
+import regress
+from jsonschema import Draft7Validator, FormatChecker, validators
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+
+from shared import problems as p
+from shared.problems import MAX_PROBLEMS, Problem, excerpt
+from shared.spec.tools import ToolSpec
+
+NUL_HINT = p.fix("nul")
+
+
+class ArgumentError(ValueError):
+    """A tool call's arguments do not match the tool's input schema: every problem found, the first foremost."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        first = problems[0]
+        super().__init__(f"{first.field}: {first.message}")
+        self.problems = problems
+        self.field = first.field
+        self.message = first.message
+        self.hint = first.hint
+
+
+# --- ECMA-262 patterns -------------------------------------------------------------------------------
+# JSON Schema patterns are ECMA-262 regular expressions (where `$` is the very end and `\d` is 0-9);
+# `regress` runs them with an ECMA-262 engine instead of Python's `re`.
+
+
+@lru_cache(maxsize=512)
+def ecma_regex(pattern: str) -> regress.Regex:
+    """A JSON Schema pattern compiled with its ECMA-262 meaning (cached: the spec repeats a few patterns)."""
+    return regress.Regex(pattern)
+
+
+def ecma_search(pattern: str, value: str) -> bool:
+    return ecma_regex(pattern).find(value) is not None
+
+
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not ecma_search(pattern, instance):
+        yield ValidationError(f"{excerpt(instance)} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Validator, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if ecma_search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _unlisted(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    listed = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    return [key for key in instance if key not in listed and not any(ecma_search(x, key) for x in patterns)]
+
+
+# `required` and `additionalProperties` put the field they are about on the error's path, so the field
+# an agent is told about never has to be read back out of a message.
+def _additional_properties(
+    validator: Validator, allowed: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for key in _unlisted(instance, schema):
+        if validator.is_type(allowed, "object"):
+            yield from validator.descend(instance[key], allowed, path=key)
+        elif allowed is False:
+            yield ValidationError(f"{excerpt(key)} is not an accepted property", path=[key])
+
+
+def _required(validator: Validator, required: list[str], instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for name in required:
+        if name not in instance:
+            yield ValidationError(f"{name!r} is a required property", path=[name])
+
+
+ToolValidator = validators.extend(
+    Draft7Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "required": _required,
+    },
+)
+
+
+def _one_dialect(schema: Any) -> Any:
+    # jsonschema switches to its stock Draft7Validator, with Python regexes, below any "$schema" (the
+    # Prism branches carry one); the dialect is Draft-07 throughout, so validate with the name dropped.
+    if isinstance(schema, dict):
+        return {k: _one_dialect(v) for k, v in schema.items() if not (k == "$schema" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_one_dialect(item) for item in schema]
+    return schema
+
+
+def validator_for(schema: dict[str, Any]) -> Validator:
+    return ToolValidator(_one_dialect(schema), format_checker=FormatChecker())
+
+
+# --- validating a call ------------------------------------------------------------------------------
+
+
+def validate_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> None:
+    """Raise ArgumentError naming every problem of the call (bounded), or return when the call is valid."""
+    found = p.bounded(_oversized(tool.input_schema, arguments, ()))
+    if not found:  # within its sizes, the call is checked whole
+        found = p.bounded(_nul_characters(arguments))
+        errors = itertools.islice(tool.validator.iter_errors(arguments), MAX_PROBLEMS)
+        faults = sorted((f for e in errors for f in _faults(e, arguments)), key=_relevance)
+        found = _unique(found + [_problem(f) for f in faults])[:MAX_PROBLEMS]
+    if found:
+        raise ArgumentError(found)
+
+
+def _unique(found: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    return [x for x in found if (x.field, x.message) not in seen and not seen.add((x.field, x.message))]
+
+
+def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator[Problem]:
+    """Arrays and strings longer than the schema allows, found by their length alone (no item is read
+    below an oversized array). Only the shapes a call must have are followed: properties, items, and the
+    `anyOf` branch a `mode` names."""
+    if not isinstance(schema, dict):
+        return
+    where = _format_path(path) or "(arguments)"
+    if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
+        yield Problem(where, f"is {len(value)} characters long; at most {schema['maxLength']} allowed",
+                      p.fix("too_long", {"max": schema["maxLength"], "min": schema.get("minLength", 0)}))
+    elif isinstance(value, list):
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            yield Problem(where, f"has {len(value)} items; at most {schema['maxItems']} allowed",
+                          p.fix("too_many_items", {"max": schema["maxItems"], "min": schema.get("minItems", 0)}))
+            return
+        for index, item in enumerate(value):
+            yield from _oversized(schema.get("items"), item, (*path, index))
+    elif isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for key, item in value.items():
+            if key in properties:
+                yield from _oversized(properties[key], item, (*path, key))
+        mode = value.get("mode")
+        for branch in schema.get("anyOf", []):
+            if isinstance(branch, dict) and branch.get("properties", {}).get("mode", {}).get("const", ...) == mode:
+                yield from _oversized(branch, value, path)
+
+
+def _nul_characters(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Problem]:
+    """Every string (a value or a property name) holding U+0000: PostgreSQL can store neither."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield Problem(_format_path(path) or "(arguments)", "contains a NUL character (U+0000)", NUL_HINT)
+        return
+    inner: Iterable[tuple[str | int, Any]] = ()
+    if isinstance(value, dict):
+        for key in value:
+            if "\x00" in key:
+                yield Problem(_format_path((*path, key)), "contains a NUL character (U+0000)", NUL_HINT)
+        inner = value.items()
+    elif isinstance(value, list):
+        inner = enumerate(value)
+    for part, item in inner:
+        yield from _nul_characters(item, (*path, part))
+
+
+def _format_path(parts: Iterable[str | int]) -> str:
+    """('sources', 0, 'url') → 'sources[0].url'; a long or odd property name is cut short and escaped."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        name = part.replace("\x00", "\\u0000")
+        name = name if len(name) <= p.EXCERPT_CHARS else f"{name[:p.EXCERPT_CHARS]}…"
+        path += f".{name}" if path else name
+    return path
+
+
+_JSON_TYPES = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+               (list, "an array"), (dict, "an object"))
+
+
+def _json_type(value: Any) -> str:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "null")
+
+
+def _message(error: ValidationError) -> str:
+    """The rule the value breaks, with at most a short excerpt of the value."""
+    value, rule = error.instance, error.validator_value
+    match error.validator:
+        case "required":
+            return "is required but missing"
+        case "additionalProperties":
+            return "is not a property the tool accepts here"
+        case "type":
+            return f"{excerpt(value)} is {_json_type(value)}; the schema requires type {rule}"
+        case "enum":
+            return f"{excerpt(value)} is not one of the allowed values"
+        case "const":
+            return f"{excerpt(value)} is not the one allowed value"
+        case "minLength":
+            return f"is {len(value)} characters long; at least {rule} required"
+        case "maxLength":
+            return f"is {len(value)} characters long; at most {rule} allowed"
+        case "pattern":
+            return f"{excerpt(value)} does not match the required pattern"
+        case "format":
+            return f"{excerpt(value)} is not a valid {rule}"
+        case "minimum":
+            return f"{excerpt(value)} is less than the minimum {rule}"
+        case "maximum":
+            return f"{excerpt(value)} is greater than the maximum {rule}"
+        case "minItems":
+            return f"has {len(value)} items; at least {rule} required"
+        case "maxItems":
+            return f"has {len(value)} items; at most {rule} allowed"
+        case "uniqueItems":
+            return "lists the same value more than once"
+        case "anyOf":
+            return "the arguments match none of the tool's accepted shapes"
+    return f"{excerpt(value)} breaks the schema rule {error.validator}"
+
+
+# jsonschema's validator names in the fault vocabulary of shared/problems.py.
+_KINDS = {
+    "required": "required", "additionalProperties": "unknown_field", "enum": "enum", "const": "const",
+    "maxLength": "too_long", "minLength": "too_short", "maxItems": "too_many_items",
+    "minItems": "too_few_items", "uniqueItems": "unique", "minimum": "minimum", "maximum": "maximum",
+    "pattern": "pattern", "format": "format", "anyOf": "any_of",
+}
+_TYPE_KINDS = {"integer": "integer", "number": "number", "boolean": "boolean", "string": "string",
+               "array": "array", "object": "object", "null": "null"}
+
+
+def _hint(error: ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    validator = str(error.validator)
+    if validator == "type":
+        wanted = schema.get("type")
+        return p.fix(_TYPE_KINDS.get(wanted, "any_of") if isinstance(wanted, str) else "any_of")
+    bounds = {"minLength": "maxLength", "maxLength": "maxLength", "minItems": "maxItems", "maxItems": "maxItems",
+              "minimum": "maximum", "maximum": "maximum"}
+    high = bounds.get(validator, "")
+    low = high.replace("max", "min")
+    ctx = {
+        "expected": ", ".join(map(str, schema.get("enum", []))) if validator == "enum" else repr(schema.get("const")),
+        "max": schema.get(high),
+        "min": schema.get(low, 0 if high in ("maxLength", "maxItems") else None),
+        "format": schema.get("format"),
+        "pattern": error.validator_value if validator == "pattern" else None,
+    }
+    hint = p.fix(_KINDS.get(validator, ""), ctx)
+    if validator == "pattern" and _python_would_match(error.validator_value, error.instance):
+        hint += " (as in JavaScript: $ is the very end, no trailing newline; \\d is 0-9 only)"
+    return hint
+
+
+def _python_would_match(pattern: str, value: Any) -> bool:
+    """Whether the value was refused only where Python's `re` and ECMA-262 differ (worth saying why)."""
+    try:
+        return isinstance(value, str) and re.search(pattern, value) is not None
+    except re.error:
+        return False
+
+
+def _problem(error: ValidationError) -> Problem:
+    return Problem(_format_path(error.absolute_path) or "(arguments)", _message(error), _hint(error))
+
+
+def _relevance(error: ValidationError) -> tuple[int, int, str]:
+    # Structural faults first (a missing or unexpected field), then the deepest path, then stable order;
+    # "matches no shape" only when nothing more precise is known.
+    rank = {"required": 0, "additionalProperties": 0, "anyOf": 2}.get(str(error.validator), 1)
+    return (rank, -len(error.absolute_path), _format_path(error.absolute_path))
+
+
+def _distance(faults: list[ValidationError]) -> tuple[int, int]:
+    """How far a call is from one shape: its missing or unexpected fields, then all its faults."""
+    return sum(_relevance(fault)[0] == 0 for fault in faults), len(faults)
+
+
+def _faults(error: ValidationError, arguments: dict[str, Any]) -> list[ValidationError]:
+    """An error as the faults worth telling: for an `anyOf` of shapes, what is wrong inside the shape the
+    caller meant.
+
+    That is the shape its `mode` names where the shapes are told apart by `mode` (none when `mode` is
+    itself wrong: that fault is reported instead), else the shape it comes closest to: the fewest missing
+    or unexpected fields, then the fewest faults.
+    """
+    if error.validator != "anyOf" or not error.context:
+        return [error]
+    faults: dict[int, list[ValidationError]] = {}
+    for inner in error.context:
+        faults.setdefault(inner.schema_path[0], []).append(inner)
+    modes = {
+        index: branch["properties"]["mode"]["const"]
+        for index, branch in enumerate(error.validator_value)
+        if "const" in branch.get("properties", {}).get("mode", {})
+    }
+    if modes:
+        mode = arguments.get("mode") if isinstance(arguments, dict) else None
+        chosen = next((faults.get(index, []) for index, const in modes.items() if const == mode), [])
+    else:
+        chosen = min(faults.values(), key=_distance)
+    if not chosen:
+        return [error]
+    return [fault for inner in chosen for fault in _faults(inner, arguments)]
