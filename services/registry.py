@@ -13,6 +13,7 @@ APP_MODULES = {
     Service.THESIS_DELTA: "services.thesis_delta.app",
     Service.PROJECTION: "services.projection.app",
     Service.RELAY: "services.relay.app",
+    Service.WEBHOOKS: "services.webhooks.app",
 }
 
 

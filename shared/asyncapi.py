@@ -109,6 +109,8 @@ def document(settings: Settings) -> dict[str, Any]:
     for event_type, model in DATA_SCHEMAS.items():
         company = event_type.value.startswith("threadline.thesis")
         aggregate = "company" if company else "case"
+        if event_type.value.startswith("threadline.webhook"):
+            aggregate = "webhook"
         name = "".join(part.capitalize() for part in event_suffix(event_type.value).split("."))
         messages[name] = {
             "name": name,
@@ -121,11 +123,13 @@ def document(settings: Settings) -> dict[str, Any]:
             "payload": _envelope(event_type, refs[(model, "validation")]["$ref"], aggregate),
         }
         channel = f"events.{event_suffix(event_type.value)}"
-        key = "companyId" if company else "caseId"
-        address = (subjects.company_event if company else subjects.case_event)(f"{{{key}}}", event_type.value)
+        key = f"{aggregate}Id"
+        address = {"case": subjects.case_event, "company": subjects.company_event,
+                   "webhook": subjects.webhook_event}[aggregate](f"{{{key}}}", event_type.value)
         channels[channel] = {
             "address": address,
-            "description": f"Stream {settings.stream_name}. Per {aggregate}, in revision order.",
+            "description": f"Stream {settings.stream_name}. Per {aggregate}, in "
+                           f"{'publication' if aggregate == 'webhook' else 'revision'} order.",
             "parameters": {key: {"description": f"The {aggregate} id."}},
             "messages": {name: {"$ref": f"#/components/messages/{name}"}},
         }

@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 SLUG_PATTERN = r"^[a-z][a-z0-9-]*$"
 Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=SLUG_PATTERN)]
 Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
-Role = Literal["agent", "reviewer", "admin"]
+Role = Literal["agent", "reviewer", "admin", "subscriber"]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
 ClaimKind = Literal["observation", "interpretation", "prediction"]
 Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]
@@ -363,6 +363,7 @@ class DecideDelta(DeltaDecision):
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
     from shared.subjects import Command
+    from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
     return {
         Command.STAGE_SOURCES: ToolRequest[StageSourcesArgs],
@@ -394,4 +395,10 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.LIST_DELTAS: ListDeltas,
         Command.GET_DELTA: DeltaRef,
         Command.DECIDE_DELTA: DecideDelta,
+        Command.REGISTER_WEBHOOK: RegisterWebhook,
+        Command.LIST_WEBHOOKS: ListWebhooks,
+        Command.GET_WEBHOOK: WebhookRef,
+        Command.DELETE_WEBHOOK: WebhookRef,
+        Command.LIST_DELIVERIES: ListDeliveries,
+        Command.REDELIVER: Redeliver,
     }

@@ -27,6 +27,7 @@ class EventType(StrEnum):
     THESIS_DELTA_COMMITTED = "threadline.thesis.delta.committed"
     THESIS_DELTA_DECIDED = "threadline.thesis.delta.decided"
     THESIS_CHANGED = "threadline.thesis.changed"
+    WEBHOOK_FAILING = "threadline.webhook.failing"
 
 
 class EventData(BaseModel):
@@ -311,6 +312,19 @@ class ThesisChanged(EventData):
     changes: ThesisChanges = Field(description="What changed.")
 
 
+class WebhookFailing(EventData):
+    """A webhook's receiver kept failing one event for the whole retry period; its deliveries are paused
+    (none is dropped) until an admin redelivers."""
+
+    webhook_id: str = Field(description="The webhook (see GET /api/v1/webhooks/{webhookId}/deliveries).")
+    host: str = Field(description="The receiver's host (never its whole URL, which may carry a secret).")
+    event_id: str = Field(description="The event that could not be delivered.")
+    event_type: str = Field(description="Its type.")
+    attempts: int = Field(description="How many times it was sent.")
+    first_attempt_at: str = Field(description="When the first attempt was made (ISO 8601).")
+    last_error: str | None = Field(description="What the last attempt met: a status code or a network error.")
+
+
 DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.CASE_CREATED: CaseCreated,
     EventType.PROPOSAL_STAGED: ProposalStaged,
@@ -321,6 +335,7 @@ DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.THESIS_DELTA_COMMITTED: ThesisDeltaCommitted,
     EventType.THESIS_DELTA_DECIDED: ThesisDeltaDecided,
     EventType.THESIS_CHANGED: ThesisChanged,
+    EventType.WEBHOOK_FAILING: WebhookFailing,
 }
 
 
@@ -343,7 +358,7 @@ TYPE_OF: dict[type[EventData], EventType] = {schema: event_type for event_type, 
 class Aggregate:
     """What an event is about — a case or a company — and so its subject and ordering key."""
 
-    kind: Literal["case", "company"]
+    kind: Literal["case", "company", "webhook"]
     id: str
 
     @property
@@ -353,6 +368,8 @@ class Aggregate:
     def subject(self, subjects: Subjects, event_type: EventType) -> str:
         if self.kind == "case":
             return subjects.case_event(self.id, event_type)
+        if self.kind == "webhook":
+            return subjects.webhook_event(self.id, event_type)
         return subjects.company_event(self.id, event_type)
 
 
@@ -362,6 +379,10 @@ def case(case_id: str) -> Aggregate:
 
 def company(company_id: str) -> Aggregate:
     return Aggregate("company", company_id)
+
+
+def webhook(webhook_id: str) -> Aggregate:
+    return Aggregate("webhook", webhook_id)
 
 
 @dataclass(frozen=True)

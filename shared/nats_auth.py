@@ -23,7 +23,7 @@ from faststream.nats.security import NatsCredentials, NatsUserPassword
 
 from shared.logging import get_logger
 from shared.settings import Settings
-from shared.streams import PROJECTION_CONSUMER
+from shared.streams import PROJECTION_CONSUMER, WEBHOOKS_CONSUMER
 from shared.subjects import BACKEND_SERVICES, Command, Service, Subjects
 
 log = get_logger(__name__)
@@ -34,7 +34,8 @@ SUBSCRIBER = "subscriber"  # a downstream system: reads the event stream, nothin
 
 # The durable consumers of the event stream that belong to a service: only that service (and the operator,
 # who provisions them) may pull from, acknowledge on, recreate or delete them.
-DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER}
+DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER,
+                                         Service.WEBHOOKS: WEBHOOKS_CONSUMER}
 # Commands a backend service sends to another one.
 CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_COMPANY_CONTEXT,)}
 

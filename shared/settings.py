@@ -72,6 +72,21 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
     )
 
+    # Webhooks. Loopback and private targets are refused unless allowed; unset means "not said": `up`
+    # allows them (receivers on the same machine), a bare `serve webhooks` (a container) refuses them.
+    webhook_allow_private: bool | None = None
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    webhook_concurrency: int = Field(default=16, ge=1)
+    webhook_in_flight_per_webhook: int = Field(default=4, ge=1)
+    # Failed attempts are retried after base * 2^(attempt-1) seconds (capped, with jitter) until
+    # webhook_retry_for_seconds have passed since the first attempt; then the webhook is marked failing.
+    webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
+    webhook_retry_max_delay_seconds: float = Field(default=3600.0, gt=0)
+    webhook_retry_for_seconds: float = Field(default=24 * 3600.0, gt=0)
+    # How long a replica holds a delivery it is sending; another replica takes it over after that.
+    webhook_lease_seconds: float = Field(default=60.0, gt=0)
+    webhook_poll_interval: float = Field(default=1.0, gt=0)
+
     # For CLI commands that act as a user: `serve gateway --stdio` (an agent token) and `review` (a
     # reviewer token, and the gateway's URL when it is not the data dir's).
     token: SecretStr | None = None
@@ -84,6 +99,11 @@ class Settings(BaseSettings):
     @property
     def workers(self) -> int:
         return self.service_workers or self.db_pool_size
+
+    @property
+    def webhook_lease(self) -> float:
+        """A lease outlasts the longest attempt, so a live sender never loses its delivery mid-request."""
+        return max(self.webhook_lease_seconds, self.webhook_timeout_seconds + 2.0)
 
     @property
     def stream_name(self) -> str:

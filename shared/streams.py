@@ -26,6 +26,7 @@ from shared.settings import Settings
 from shared.subjects import Subjects
 
 PROJECTION_CONSUMER = "projection"
+WEBHOOKS_CONSUMER = "webhooks"
 
 
 def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamConfig:
@@ -60,8 +61,21 @@ def projection_consumer_config(settings: Settings) -> ConsumerConfig:
     )
 
 
+def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=WEBHOOKS_CONSUMER,
+        description="The webhooks service: each event becomes deliveries to the matching webhooks",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=30.0,
+        max_deliver=-1,
+        max_ack_pending=1000,
+        filter_subject=Subjects(settings.nats_prefix).events_wildcard,
+    )
+
+
 async def provision(js: JetStreamContext, settings: Settings) -> None:
-    """Create or update the stream and the projection's durable consumer (idempotent)."""
+    """Create or update the stream and the durable consumers of the projection and webhooks (idempotent)."""
     try:
         existing = await js.stream_info(settings.stream_name)
     except NotFoundError:
@@ -71,3 +85,4 @@ async def provision(js: JetStreamContext, settings: Settings) -> None:
         config = stream_config(settings, replicas=existing.config.num_replicas)
         await js.update_stream(config)
     await js.add_consumer(config.name, projection_consumer_config(settings))
+    await js.add_consumer(config.name, webhooks_consumer_config(settings))

@@ -13,10 +13,12 @@ class Service(StrEnum):
     THESIS_DELTA = "thesis-delta"
     PROJECTION = "projection"
     RELAY = "relay"
+    WEBHOOKS = "webhooks"
 
 
 # Every process but the gateway; the relay answers no commands, only its health subject.
-BACKEND_SERVICES = (Service.STAGING, Service.REVIEW, Service.THESIS_DELTA, Service.PROJECTION, Service.RELAY)
+BACKEND_SERVICES = (Service.STAGING, Service.REVIEW, Service.THESIS_DELTA, Service.PROJECTION, Service.RELAY,
+                    Service.WEBHOOKS)
 
 
 class Command(StrEnum):
@@ -55,6 +57,13 @@ class Command(StrEnum):
     LIST_DELTAS = "list_deltas"
     GET_DELTA = "get_delta"
     DECIDE_DELTA = "decide_delta"
+    # webhooks
+    REGISTER_WEBHOOK = "register_webhook"
+    LIST_WEBHOOKS = "list_webhooks"
+    GET_WEBHOOK = "get_webhook"
+    DELETE_WEBHOOK = "delete_webhook"
+    LIST_DELIVERIES = "list_deliveries"
+    REDELIVER = "redeliver"
 
 
 OWNER: dict[Command, Service] = {
@@ -70,6 +79,8 @@ OWNER: dict[Command, Service] = {
                                          Command.LIST_COMPANIES, Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
                                          Command.ADD_THESIS_CLAIM, Command.LIST_DELTAS, Command.GET_DELTA,
                                          Command.DECIDE_DELTA)},
+    **{c: Service.WEBHOOKS for c in (Command.REGISTER_WEBHOOK, Command.LIST_WEBHOOKS, Command.GET_WEBHOOK,
+                                     Command.DELETE_WEBHOOK, Command.LIST_DELIVERIES, Command.REDELIVER)},
 }
 
 
@@ -102,6 +113,12 @@ class Subjects:
 
     def case_events(self, case_id: str | None = None) -> str:
         return f"{self.prefix}.events.case.{case_id}.>" if case_id else f"{self.prefix}.events.case.>"
+
+    def company_events(self, company_id: str) -> str:
+        return f"{self.prefix}.events.company.{company_id}.>"
+
+    def webhook_event(self, webhook_id: str, event_type: str) -> str:
+        return f"{self.prefix}.events.webhook.{webhook_id}.{event_suffix(event_type)}"
 
 
 def event_suffix(event_type: str) -> str:

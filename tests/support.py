@@ -152,19 +152,24 @@ async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
     """Settings for a fresh, isolated deployment: its own database, subject prefix and stream."""
     database_url = await servers.create_database()
     prefix = f"t{secrets.token_hex(4)}"
-    settings = Settings(
-        database_url=database_url,
-        nats_url=servers.nats_url,
-        nats_prefix=prefix,
-        data_dir=Path(tempfile.mkdtemp(prefix="threadline-test-")),
-        log_level=TEST_LOG_LEVEL,
-        log_format="json",
-        secret="test-secret-" + secrets.token_hex(8),
-        relay_poll_interval=0.2,
-        auth_cache_seconds=0,
-        db_pool_size=8,
+    settings = Settings(**{
+        "database_url": database_url,
+        "nats_url": servers.nats_url,
+        "nats_prefix": prefix,
+        "data_dir": Path(tempfile.mkdtemp(prefix="threadline-test-")),
+        "log_level": TEST_LOG_LEVEL,
+        "log_format": "json",
+        "secret": "test-secret-" + secrets.token_hex(8),
+        "relay_poll_interval": 0.2,
+        "auth_cache_seconds": 0,
+        "db_pool_size": 8,
+        # Receivers started by the tests listen on loopback, as under `up`; retries come quickly.
+        "webhook_allow_private": True,
+        "webhook_retry_base_seconds": 0.2,
+        "webhook_retry_max_delay_seconds": 1.0,
+        "webhook_poll_interval": 0.2,
         **overrides,
-    )
+    })
     await prepare(settings)
     return settings
 

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from services.cli.review import app as review_app
+from services.cli.webhooks import app as webhooks_app
 from shared.settings import ConfigurationError, Settings, get_settings
 from shared.subjects import Service
 
@@ -32,6 +33,7 @@ app.add_typer(events_app, name="events")
 app.add_typer(projection_app, name="projection")
 app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
+app.add_typer(webhooks_app, name="webhooks")
 
 
 def _settings(data_dir: Path | None = None) -> Settings:
@@ -90,7 +92,8 @@ def up(
 
 @app.command()
 def serve(
-    service: Annotated[str, typer.Argument(help="gateway | staging | review | thesis-delta | projection | relay")],
+    service: Annotated[str, typer.Argument(
+        help="gateway | staging | review | thesis-delta | projection | relay | webhooks")],
     stdio: Annotated[bool, typer.Option("--stdio", help="Gateway only: MCP over stdin/stdout.")] = False,
     token: Annotated[str | None, typer.Option(help="Agent token for --stdio (default: THREADLINE_TOKEN).")] = None,
     data_dir: DataDir = None,
@@ -134,7 +137,7 @@ def migrate(data_dir: DataDir = None) -> None:
 
 @token_app.command("create")
 def token_create(
-    role: Annotated[str, typer.Option(help="agent | reviewer | admin")],
+    role: Annotated[str, typer.Option(help="agent | reviewer | admin | subscriber")],
     name: Annotated[str, typer.Option(help="The agent's or person's name.")],
     case: Annotated[str | None, typer.Option("--case", help="Agent tokens: the agent's active case.")] = None,
     data_dir: DataDir = None,

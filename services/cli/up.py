@@ -123,6 +123,8 @@ class Supervisor:
                 "THREADLINE_NATS_PREFIX": settings.nats_prefix,
                 # Gateway replicas share the HTTP port: the kernel spreads connections among them.
                 "THREADLINE_HTTP_REUSE_PORT": "1" if self._gateways() > 1 else "0",
+                # On one machine the receivers usually are on it too (loopback); an operator may still say no.
+                "THREADLINE_WEBHOOK_ALLOW_PRIVATE": "false" if settings.webhook_allow_private is False else "true",
             }
         )
         self.runtime = {"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url, "pid": os.getpid(),
@@ -262,6 +264,7 @@ class Supervisor:
             f"  HTTP API               {http_url}/api/v1  (OpenAPI: {http_url}/api/v1/openapi.json)",
             f"  Health                 {http_url}/healthz  {http_url}/readyz  {http_url}/metrics",
             f"  Events (AsyncAPI)      {http_url}/docs/asyncapi",
+            f"  Event feed (SSE)       {http_url}/api/v1/events?caseId=…   webhooks: {http_url}/api/v1/webhooks",
             f"  NATS                   {redacted(nats_url)}   events stream {self.settings.stream_name}"
             + ("   (credentials required: subscriberNatsUrl in credentials.json)" if self.nats.process else ""),
             f"  PostgreSQL             {redacted(database_url)}",

@@ -18,7 +18,7 @@ from shared.db.tables import agents, api_tokens, cases
 from shared.errors import Forbidden, InvalidArgument, NotFound, Unauthenticated
 from shared.outage import outage
 
-ROLES = ("agent", "reviewer", "admin")
+ROLES = ("agent", "reviewer", "admin", "subscriber")
 TOKEN_PREFIX = "tl_"
 
 

@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints
 
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, Revision, Slug
 from shared.subjects import Command
 
@@ -61,7 +62,7 @@ class GuidanceBody(Contract):
 
 
 class TokenBody(Contract):
-    role: Literal["agent", "reviewer", "admin"]
+    role: Literal["agent", "reviewer", "admin", "subscriber"]
     name: c.bounded_text(100)
     case_id: Slug | None = None
 
@@ -300,3 +301,60 @@ async def decide_delta(
         Command.DECIDE_DELTA,
         c.DecideDelta(actor=principal.actor(), operation_id=operation_id, **body.model_dump()),
     )
+
+
+# --- webhooks ---------------------------------------------------------------------------------------
+
+
+class WebhookBody(Contract):
+    url: c.web_url(2000)
+    case_id: Slug | None = None
+    company_id: wc.Uuid | None = None
+    types: Annotated[list[wc.EventTypeName], Field(max_length=20)] = []
+
+
+WebhookId = Annotated[wc.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
+EventId = Annotated[wc.Uuid, Path(description="The event's id (the CloudEvents id, also the webhook-id header).")]
+
+
+@router.post("/webhooks", status_code=201, tags=["webhooks"])
+async def register_webhook(body: WebhookBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    """Register a receiver for a case, a company or every event; the answer's `secret` is shown only once."""
+    return await call(request, Command.REGISTER_WEBHOOK,
+                      wc.RegisterWebhook(actor=principal.actor(), **body.model_dump()))
+
+
+@router.get("/webhooks", tags=["webhooks"])
+async def list_webhooks(request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
+
+
+@router.get("/webhooks/{webhook_id}", tags=["webhooks"])
+async def get_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await call(request, Command.GET_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
+
+
+@router.delete("/webhooks/{webhook_id}", tags=["webhooks"])
+async def delete_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
+    return await call(request, Command.DELETE_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
+
+
+@router.get("/webhooks/{webhook_id}/deliveries", tags=["webhooks"])
+async def list_deliveries(
+    webhook_id: WebhookId,
+    request: Request,
+    status: Literal["pending", "delivered", "failed", "all"] = "all",
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    principal: Principal = caller(*ADMINS),
+) -> Any:
+    """The delivery log, newest event first: attempts, status, response code, latency, last error."""
+    return await call(request, Command.LIST_DELIVERIES,
+                      wc.ListDeliveries(actor=principal.actor(), webhook_id=webhook_id, status=status, limit=limit))
+
+
+@router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver", tags=["webhooks"])
+async def redeliver(webhook_id: WebhookId, event_id: EventId, request: Request,
+                    principal: Principal = caller(*ADMINS)) -> Any:
+    """Send the event again now; a webhook marked failing resumes."""
+    return await call(request, Command.REDELIVER,
+                      wc.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))

@@ -21,6 +21,7 @@ from services.gateway.auth import Principal
 from services.gateway.errors import invalid_argument
 from services.gateway.http_api import CaseId
 from shared import contracts as c
+from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
 from shared.subjects import Command
 
@@ -173,7 +174,8 @@ async def signin(request: Request) -> Response:
         return render(request, "signin.html", status=401, next=target, problem="That token is not valid.")
     if principal.role not in REVIEW_ROLES:
         return render(request, "signin.html", status=403, next=target,
-                      problem="Agent tokens cannot review. Sign in with a reviewer or admin token.")
+                      problem=f"{principal.role.capitalize()} tokens cannot review. Sign in with a reviewer or "
+                              "admin token.")
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui",
                         secure=request.url.scheme == "https", max_age=12 * 3600)
@@ -324,3 +326,51 @@ async def decide_delta(request: Request, operation_id: str, principal: Principal
     except (ThreadlineError, pydantic.ValidationError) as error:
         return await _delta(request, principal, operation_id, outcome=None, problem=problem_of(error), draft=note)
     return await _delta(request, principal, operation_id, outcome=outcome, problem=None)
+
+
+# --- webhooks (admins) ------------------------------------------------------------------------------
+
+RECENT_DELIVERIES = 50
+
+
+def _admin(principal: Principal) -> None:
+    if principal.role != "admin":
+        raise Forbidden("webhooks are for admins", hint="sign in with an admin token")
+
+
+@router.get("/webhooks")
+async def webhooks_page(request: Request, principal: Principal = Reviewer) -> Response:
+    _admin(principal)
+    listed = await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
+    return render(request, "webhooks.html", webhooks=listed["webhooks"])
+
+
+@router.get("/webhooks/{webhook_id}")
+async def webhook_page(request: Request, webhook_id: str, principal: Principal = Reviewer) -> Response:
+    _admin(principal)
+    return await _webhook(request, principal, webhook_id, outcome=None, problem=None)
+
+
+async def _webhook(request: Request, principal: Principal, webhook_id: str, *, outcome: Any,
+                   problem: ThreadlineError | None) -> Response:
+    try:
+        ref = wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id)
+    except pydantic.ValidationError as error:
+        raise problem_of(error) from None
+    webhook = await call(request, Command.GET_WEBHOOK, ref)
+    log = await call(request, Command.LIST_DELIVERIES, wc.ListDeliveries(
+        actor=principal.actor(), webhook_id=webhook_id, limit=RECENT_DELIVERIES))
+    return render(request, "webhook.html", status=status_of(problem) if problem else 200, webhook=webhook,
+                  deliveries=log["deliveries"], outcome=outcome, problem=problem)
+
+
+@router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver")
+async def redeliver(request: Request, webhook_id: str, event_id: str, principal: Principal = Reviewer) -> Response:
+    _admin(principal)
+    await form_of(request)
+    try:
+        outcome = await call(request, Command.REDELIVER,
+                             wc.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))
+    except (ThreadlineError, pydantic.ValidationError) as error:
+        return await _webhook(request, principal, webhook_id, outcome=None, problem=problem_of(error))
+    return await _webhook(request, principal, webhook_id, outcome=outcome, problem=None)

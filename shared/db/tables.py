@@ -284,7 +284,7 @@ api_tokens = Table(  # writer: gateway (and `threadline token create`, which run
     Column("created_by", Text, nullable=False),
     _now(),
     Column("revoked_at", DateTime(timezone=True)),
-    CheckConstraint("role IN ('agent', 'reviewer', 'admin')", name="role_known"),
+    CheckConstraint("role IN ('agent', 'reviewer', 'admin', 'subscriber')", name="role_known"),
 )
 
 agents = Table(  # writer: gateway — operators' assignment of an agent to a case
@@ -442,3 +442,7 @@ projection_inbox = Table(  # writer: projection — events already applied, reco
     Column("stream_seq", BigInteger, nullable=False),
     Column("applied_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
+
+# --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
+
+from shared.db import webhook_tables  # noqa: E402, F401

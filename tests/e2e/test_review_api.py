@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -318,7 +318,7 @@ async def committed_delta(mcp, company) -> str:
 
 # --- every endpoint of the API, from its router -----------------------------------------------------
 
-ROLES = ("none", "agent", "reviewer", "admin", "revoked")
+ROLES = ("none", "agent", "subscriber", "reviewer", "admin", "revoked")
 READERS = {"reviewer", "admin"}
 ADMIN = {"admin"}
 
@@ -332,6 +332,8 @@ class Matrix:
     company: dict
     proposal: str
     delta: str
+    webhook: str = ""
+    webhooks: list[str] = field(default_factory=list)  # registered by the matrix: deleted at its end
 
     async def revision(self) -> int:
         return await self.agent.revision()
@@ -373,6 +375,36 @@ async def _revocation(m: Matrix, ready: bool) -> tuple[str, None]:
     return f"/api/v1/tokens/{token_id}", None
 
 
+# A webhook no event reaches (its type never occurs on a case), pointing at a port nothing listens on.
+QUIET_WEBHOOK = {"url": "http://127.0.0.1:9/matrix", "types": ["threadline.webhook.failing"]}
+
+
+async def quiet_webhook(m: Matrix, **body: Any) -> str:
+    async with m.stack.api("admin") as api:
+        registered = await api.post("/api/v1/webhooks", json={**QUIET_WEBHOOK, "caseId": m.agent.case_id, **body})
+    assert registered.status_code == 201, registered.text
+    m.webhooks.append(registered.json()["webhookId"])
+    return m.webhooks[-1]
+
+
+async def _webhook_deletion(m: Matrix, ready: bool) -> tuple[str, None]:
+    return f"/api/v1/webhooks/{await quiet_webhook(m) if ready else ZERO}", None
+
+
+async def _redelivery(m: Matrix, ready: bool) -> tuple[str, None]:
+    if not ready:
+        return f"/api/v1/webhooks/{m.webhook}/deliveries/{ZERO}/redeliver", None
+    webhook = await quiet_webhook(m, types=["threadline.guidance.added"])
+    async with m.stack.api("admin") as api:
+        await api.post(f"/api/v1/cases/{m.agent.case_id}/guidance", json={"text": "Matrix guidance."})
+        for _ in range(300):
+            log = (await api.get(f"/api/v1/webhooks/{webhook}/deliveries")).json()["deliveries"]
+            if log:
+                return f"/api/v1/webhooks/{webhook}/deliveries/{log[0]['eventId']}/redeliver", None
+            await asyncio.sleep(0.1)
+    raise AssertionError("the guidance event never became a delivery")
+
+
 async def _delta_decision(m: Matrix, ready: bool) -> tuple[str, dict]:
     operation = await committed_delta(m.agent.mcp, m.company) if ready else m.delta
     return f"/api/v1/deltas/{operation}/decision", {"decision": "reject", "note": "matrix"}
@@ -381,7 +413,7 @@ async def _delta_decision(m: Matrix, ready: bool) -> tuple[str, dict]:
 def _fixed(url: str, body: dict | None = None):
     async def build(m: Matrix, ready: bool) -> tuple[str, dict | None]:
         fill = {"case": m.agent.case_id, "proposal": m.proposal, "company": m.company["companyId"],
-                "delta": m.delta, "agent": m.agent.name, "unique": unique("m"),
+                "delta": m.delta, "agent": m.agent.name, "unique": unique("m"), "webhook": m.webhook,
                 "ticker": "M" + unique("").strip("-")[:6].upper()}
         filled = json.loads(json.dumps(body).replace("{case}", fill["case"])
                             .replace("{unique}", fill["unique"]).replace("{ticker}", fill["ticker"])) if body else None
@@ -423,6 +455,12 @@ ENDPOINTS = {
     ("GET", "/api/v1/companies/{company_id}/deltas"): (READERS, _fixed("/api/v1/companies/{company}/deltas")),
     ("GET", "/api/v1/deltas/{operation_id}"): (READERS, _fixed("/api/v1/deltas/{delta}")),
     ("POST", "/api/v1/deltas/{operation_id}/decision"): (READERS, _delta_decision),
+    ("POST", "/api/v1/webhooks"): (ADMIN, _fixed("/api/v1/webhooks", {**QUIET_WEBHOOK, "caseId": "{case}"})),
+    ("GET", "/api/v1/webhooks"): (ADMIN, _fixed("/api/v1/webhooks")),
+    ("GET", "/api/v1/webhooks/{webhook_id}"): (ADMIN, _fixed("/api/v1/webhooks/{webhook}")),
+    ("DELETE", "/api/v1/webhooks/{webhook_id}"): (ADMIN, _webhook_deletion),
+    ("GET", "/api/v1/webhooks/{webhook_id}/deliveries"): (ADMIN, _fixed("/api/v1/webhooks/{webhook}/deliveries")),
+    ("POST", "/api/v1/webhooks/{webhook_id}/deliveries/{event_id}/redeliver"): (ADMIN, _redelivery),
 }
 
 
@@ -438,7 +476,14 @@ async def endpoint_matrix(stack):
     async with agent_session(stack) as agent:
         proposal, _ = await Matrix(stack, agent, company, "", "").fresh_proposal()
         delta = await committed_delta(agent.mcp, company)
-        yield Matrix(stack, agent, company, proposal, delta)
+        matrix = Matrix(stack, agent, company, proposal, delta)
+        matrix.webhook = await quiet_webhook(matrix)
+        try:
+            yield matrix
+        finally:
+            async with stack.api("admin") as api:
+                for webhook in matrix.webhooks:
+                    await api.delete(f"/api/v1/webhooks/{webhook}")
 
 
 async def test_the_role_matrix_covers_every_endpoint_of_the_router(stack):
@@ -449,7 +494,8 @@ async def test_the_role_matrix_covers_every_endpoint_of_the_router(stack):
                         if t["name"].startswith("revoked-admin"))
         assert (await api.delete(f"/api/v1/tokens/{token_id}")).status_code == 200
     tokens = {"none": None, "agent": stack.tokens["agent"], "reviewer": stack.tokens["reviewer"],
-              "admin": stack.tokens["admin"], "revoked": revoked}
+              "admin": stack.tokens["admin"], "revoked": revoked,
+              "subscriber": await stack.issue_token("subscriber", unique("matrix-subscriber"))}
     routes = routed()
     async with endpoint_matrix(stack) as matrix, httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
         for (method, path), (allowed, build) in ENDPOINTS.items():

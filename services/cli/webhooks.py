@@ -1,0 +1,101 @@
+"""`threadline webhooks list|deliveries|redeliver`: operate webhooks from a terminal (over NATS)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shared import webhook_contracts as wc
+from shared.subjects import Command
+
+app = typer.Typer(help="Webhooks: HTTP receivers of change events.", no_args_is_help=True)
+# Every string printed comes from the system (URLs, errors receivers sent): printed as is, never as markup.
+console = Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
+
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON the service answered.")]
+
+
+def _call(data_dir: Path | None, command: Command, message: Any) -> Any:
+    from services.cli.main import _run, _settings
+    from services.cli.operations import command as send
+
+    return _run(send(_settings(data_dir), command, message))
+
+
+def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
+    try:
+        return model(**fields)
+    except pydantic.ValidationError as error:
+        first = error.errors(include_url=False, include_input=False)[0]
+        raise typer.BadParameter(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def _scope(webhook: dict[str, Any]) -> str:
+    if webhook["caseId"]:
+        return f"case {webhook['caseId']}"
+    if webhook["companyId"]:
+        return f"company {webhook['companyId']}"
+    return "every event"
+
+
+@app.command("list")
+def list_(data_dir: DataDir = None, as_json: AsJson = False) -> None:
+    """List webhooks with their status and delivery counts."""
+    from services.cli.operations import OPERATOR
+
+    listed = _call(data_dir, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=OPERATOR))
+    if as_json:
+        return typer.echo(json.dumps(listed, indent=2))
+    table = Table("webhook", "url", "receives", "status", "pending", "delivered", "failed", "last delivered")
+    for w in listed["webhooks"]:
+        types = f" ({', '.join(w['types'])})" if w["types"] else ""
+        table.add_row(w["webhookId"], w["url"], _scope(w) + types, w["status"], str(w["deliveries"]["pending"]),
+                      str(w["deliveries"]["delivered"]), str(w["deliveries"]["failed"]),
+                      (w["lastDeliveredAt"] or "")[:19])
+    console.print(table)
+
+
+@app.command("deliveries")
+def deliveries(
+    webhook_id: Annotated[str, typer.Argument(help="The webhook (see `webhooks list`).")],
+    status: Annotated[str, typer.Option(help="pending | delivered | failed | all")] = "all",
+    limit: Annotated[int, typer.Option(help="At most this many, newest event first.")] = 50,
+    data_dir: DataDir = None,
+    as_json: AsJson = False,
+) -> None:
+    """A webhook's delivery log: each event's attempts, status, response code, latency and last error."""
+    from services.cli.operations import OPERATOR
+
+    listed = _call(data_dir, Command.LIST_DELIVERIES,
+                   _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id, status=status, limit=limit))
+    if as_json:
+        return typer.echo(json.dumps(listed, indent=2))
+    table = Table("event", "type", "rev", "status", "attempts", "code", "ms", "last error", "delivered")
+    for d in listed["deliveries"]:
+        table.add_row(d["eventId"], d["eventType"].removeprefix("threadline."),
+                      "" if d["revision"] is None else str(d["revision"]), d["status"], str(d["attempts"]),
+                      str(d["responseCode"] or ""), "" if d["latencyMs"] is None else str(d["latencyMs"]),
+                      d["lastError"] or "", (d["deliveredAt"] or "")[:19])
+    console.print(table)
+
+
+@app.command("redeliver")
+def redeliver(
+    webhook_id: Annotated[str, typer.Argument(help="The webhook.")],
+    event_id: Annotated[str, typer.Argument(help="The event (see `webhooks deliveries`).")],
+    data_dir: DataDir = None,
+) -> None:
+    """Send an event to a webhook again now (a failing webhook resumes, the rest following in order)."""
+    from services.cli.operations import OPERATOR
+
+    delivery = _call(data_dir, Command.REDELIVER,
+                     _message(wc.Redeliver, actor=OPERATOR, webhook_id=webhook_id, event_id=event_id))
+    typer.echo(json.dumps(delivery))

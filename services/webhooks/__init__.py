@@ -1,0 +1,1 @@
+"""The webhooks service: change events delivered to registered HTTP receivers, signed, ordered, retried."""

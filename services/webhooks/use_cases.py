@@ -1,0 +1,250 @@
+"""The webhooks service's use cases: one function per command, and the steps of its two jobs — record an
+event's deliveries, claim the deliveries that may go out, record what an attempt met."""
+
+from __future__ import annotations
+
+import base64
+import random
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from services.webhooks import domain
+from services.webhooks import repository as repo
+from services.webhooks.sender import Attempt, check_registration
+from shared import outbox
+from shared.errors import InvalidArgument, NotFound
+from shared.events import EventType, Origin, WebhookFailing, new_event, webhook
+from shared.logging import get_logger
+from shared.service import ServiceContext
+from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
+
+log = get_logger(__name__)
+
+KNOWN_TYPES = {t.value for t in EventType}
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
+async def register(ctx: ServiceContext, cmd: RegisterWebhook) -> dict[str, Any]:
+    for i, event_type in enumerate(cmd.types):
+        if event_type not in KNOWN_TYPES:
+            raise InvalidArgument(f"types[{i}]: there is no event type {event_type!r}", field=f"types[{i}]",
+                                  hint=f"use some of: {', '.join(sorted(KNOWN_TYPES))}")
+    domain.check_url(cmd.url)
+    async with ctx.db.read() as connection:
+        if cmd.case_id is not None and not await repo.case_exists(connection, cmd.case_id):
+            raise NotFound(f"there is no case {cmd.case_id!r}", field="caseId", hint="create the case first")
+        if cmd.company_id is not None and not await repo.company_exists(connection, cmd.company_id):
+            raise NotFound(f"there is no company {cmd.company_id!r}", field="companyId",
+                           hint="save the company first (POST /api/v1/companies)")
+    # Outside any transaction: a slow name server holds up no one else.
+    await check_registration(cmd.url, allow_private=bool(ctx.settings.webhook_allow_private),
+                             timeout=ctx.settings.webhook_timeout_seconds)
+    webhook_id = str(uuid.uuid4())
+    secret = domain.SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+    async with ctx.db.transaction() as connection:
+        await repo.lock_registrations(connection)
+        # Read under the lock: every event up to here was published before the webhook existed.
+        start_after = await _last_stream_sequence(ctx)
+        await repo.insert_webhook(connection, webhook_id=webhook_id, url=cmd.url, case_id=cmd.case_id,
+                                  company_id=cmd.company_id, types=list(cmd.types), secret=secret,
+                                  start_after_seq=start_after, created_by=cmd.actor.name)
+        row = await repo.webhook_row(connection, webhook_id)
+    log.info("webhook_registered", webhook_id=webhook_id, host=urlsplit(cmd.url).hostname, by=cmd.actor.name)
+    return {**_webhook_view(row), "secret": secret}
+
+
+async def _last_stream_sequence(ctx: ServiceContext) -> int:
+    js = ctx.client.broker.connection.jetstream()
+    return (await js.stream_info(ctx.settings.stream_name)).state.last_seq
+
+
+async def list_webhooks(ctx: ServiceContext, cmd: ListWebhooks) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        rows = await repo.webhook_rows(connection)
+    return {"webhooks": [_webhook_view(row) for row in rows]}
+
+
+async def get_webhook(ctx: ServiceContext, cmd: WebhookRef) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        return _webhook_view(await _existing(connection, cmd.webhook_id))
+
+
+async def delete_webhook(ctx: ServiceContext, cmd: WebhookRef) -> dict[str, Any]:
+    """Stop delivering to it; its delivery log stays readable."""
+    async with ctx.db.transaction() as connection:
+        await _existing(connection, cmd.webhook_id)
+        await repo.set_status(connection, cmd.webhook_id, "deleted")
+        row = await repo.webhook_row(connection, cmd.webhook_id)
+    log.info("webhook_deleted", webhook_id=cmd.webhook_id, by=cmd.actor.name)
+    return _webhook_view(row)
+
+
+async def list_deliveries(ctx: ServiceContext, cmd: ListDeliveries) -> dict[str, Any]:
+    async with ctx.db.read() as connection:
+        await _existing(connection, cmd.webhook_id)
+        rows = await repo.deliveries(connection, cmd.webhook_id, cmd.status, cmd.limit)
+        logged = await repo.attempts(connection, cmd.webhook_id, [row.event_id for row in rows])
+    by_event: dict[str, list[dict[str, Any]]] = {}
+    for attempt in logged:
+        by_event.setdefault(attempt.event_id, []).append({
+            "attempt": attempt.attempt, "at": attempt.at.isoformat(), "responseCode": attempt.response_code,
+            "latencyMs": attempt.latency_ms, "error": attempt.error, "responseExcerpt": attempt.response_excerpt,
+        })
+    return {"webhookId": cmd.webhook_id,
+            "deliveries": [{**_delivery_view(row), "attemptLog": by_event.get(row.event_id, [])} for row in rows]}
+
+
+async def redeliver(ctx: ServiceContext, cmd: Redeliver) -> dict[str, Any]:
+    """Send an event again now (a failed one, or one delivered before); a failing webhook resumes."""
+    async with ctx.db.transaction() as connection:
+        webhook = await _existing(connection, cmd.webhook_id)
+        if webhook.status == "deleted":
+            raise InvalidArgument("the webhook was deleted", field="webhookId", hint="register the receiver again")
+        if await repo.delivery(connection, cmd.webhook_id, cmd.event_id) is None:
+            raise NotFound(f"webhook {cmd.webhook_id} has no delivery of event {cmd.event_id}", field="eventId",
+                           hint="list its deliveries: GET /api/v1/webhooks/{webhookId}/deliveries")
+        await repo.reset_delivery(connection, cmd.webhook_id, cmd.event_id)
+        if webhook.status == "failing":
+            await repo.set_status(connection, cmd.webhook_id, "active")
+        row = await repo.delivery(connection, cmd.webhook_id, cmd.event_id)
+    log.info("webhook_redelivery_requested", webhook_id=cmd.webhook_id, event_id=cmd.event_id, by=cmd.actor.name)
+    return _delivery_view(row)
+
+
+async def _existing(connection: Any, webhook_id: str) -> Any:
+    row = await repo.webhook_row(connection, webhook_id)
+    if row is None:
+        raise NotFound(f"there is no webhook {webhook_id}", field="webhookId", hint="list webhooks first")
+    return row
+
+
+def _when(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _webhook_view(row: Any) -> dict[str, Any]:
+    return {
+        "webhookId": row.webhook_id, "url": row.url, "caseId": row.case_id, "companyId": row.company_id,
+        "types": list(row.types), "status": row.status, "createdBy": row.created_by,
+        "createdAt": _when(row.created_at), "failingSince": _when(row.failing_since),
+        "deliveries": {"pending": row.pending, "delivered": row.delivered, "failed": row.failed},
+        "lastDeliveredAt": _when(row.last_delivered_at),
+    }
+
+
+def _delivery_view(row: Any) -> dict[str, Any]:
+    return {
+        "eventId": row.event_id, "eventType": row.event_type, "revision": row.revision,
+        "streamSequence": row.stream_seq, "status": row.status, "attempts": row.attempts,
+        "responseCode": row.response_code, "latencyMs": row.latency_ms, "lastError": row.last_error,
+        "firstAttemptAt": _when(row.first_attempt_at), "lastAttemptAt": _when(row.last_attempt_at),
+        "nextAttemptAt": _when(row.next_attempt_at) if row.status == "pending" else None,
+        "deliveredAt": _when(row.delivered_at),
+    }
+
+
+# --- the jobs' steps --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recorded:
+    position: int  # every event up to this stream sequence is recorded (or was not one: see `unusable`)
+    deliveries: int
+
+
+async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, Any] | None]],
+                        first_after: Callable[[int], Awaitable[int | None]]) -> Recorded:
+    """Turn a batch of events (stream sequence, envelope or None when it is no usable event) into
+    deliveries for the webhooks each is for, in stream order, in one transaction; idempotent. Stops
+    before an event whose predecessor has not been recorded yet (`first_after` asks the stream)."""
+    made = 0
+    async with ctx.db.transaction() as connection:
+        position = await repo.lock_position(connection)
+        await repo.lock_registrations_shared(connection)
+        live = await repo.live_webhooks(connection)
+        for stream_seq, envelope in sorted(batch, key=lambda item: item[0]):
+            if stream_seq <= position:
+                continue  # recorded before: a redelivery
+            gap = stream_seq != position + 1
+            if not domain.comes_next(position, stream_seq, await first_after(position) if gap else None):
+                break
+            position = stream_seq
+            aggregate = domain.aggregate_of(envelope) if envelope is not None else None
+            if aggregate is None:
+                continue
+            receivers = [w.webhook_id for w in live if w.receives(aggregate, envelope["type"], stream_seq)]
+            if receivers:
+                await repo.record_event(connection, event_id=envelope["id"], stream_seq=stream_seq,
+                                        aggregate=aggregate, event_type=envelope["type"],
+                                        revision=envelope.get("revision"), envelope=envelope)
+                await repo.add_deliveries(connection, receivers, event_id=envelope["id"], stream_seq=stream_seq,
+                                          aggregate=aggregate)
+                made += len(receivers)
+        await repo.set_position(connection, position)
+    return Recorded(position, made)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    webhook_id: str
+    event_id: str
+    event_type: str
+    url: str
+    secret: str
+    envelope: dict[str, Any]
+    lease_token: str
+
+
+async def claim(ctx: ServiceContext, limit: int) -> list[Claimed]:
+    token = str(uuid.uuid4())
+    async with ctx.db.transaction() as connection:
+        rows = await repo.claim(connection, limit=limit, per_webhook=ctx.settings.webhook_in_flight_per_webhook,
+                                lease_seconds=ctx.settings.webhook_lease, token=token)
+    return [Claimed(r.webhook_id, r.event_id, r.event_type, r.url, r.secret, r.envelope, token) for r in rows]
+
+
+def retry_policy(ctx: ServiceContext) -> domain.RetryPolicy:
+    s = ctx.settings
+    return domain.RetryPolicy(s.webhook_retry_base_seconds, s.webhook_retry_max_delay_seconds,
+                              s.webhook_retry_for_seconds)
+
+
+async def finish(ctx: ServiceContext, claimed: Claimed, attempt: Attempt, rng: random.Random) -> domain.Outcome | None:
+    """Record an attempt and what follows from it; None when this sender's lease had lapsed meanwhile."""
+    async with ctx.db.transaction() as connection:
+        row = await repo.leased_delivery(connection, claimed.webhook_id, claimed.event_id, claimed.lease_token)
+        if row is None:
+            log.warning("webhook_lease_lapsed", webhook_id=claimed.webhook_id, event_id=claimed.event_id)
+            return None
+        now = await repo.now(connection)
+        first = row.first_attempt_at or now
+        number = row.attempts + 1
+        result = domain.outcome(attempt.succeeded, number, first, now, retry_policy(ctx), rng)
+        await repo.finish_attempt(
+            connection, claimed.webhook_id, claimed.event_id, attempt=number, first_attempt_at=first,
+            status=result.status, retry_in=result.retry_in_seconds, response_code=attempt.response_code,
+            latency_ms=attempt.latency_ms, error=attempt.error, excerpt=attempt.excerpt)
+        if result.gave_up:
+            await _mark_failing(ctx, connection, claimed, number, first, attempt.error)
+    return result
+
+
+async def _mark_failing(ctx: ServiceContext, connection: Any, claimed: Claimed, attempts: int, first: Any,
+                        error: str | None) -> None:
+    row = await repo.webhook_row(connection, claimed.webhook_id, lock=True)
+    if row.status != "active":
+        return
+    await repo.set_status(connection, claimed.webhook_id, "failing")
+    data = WebhookFailing(webhook_id=claimed.webhook_id, host=urlsplit(claimed.url).hostname or "",
+                          event_id=claimed.event_id, event_type=claimed.event_type, attempts=attempts,
+                          first_attempt_at=first.isoformat(), last_error=error)
+    await outbox.append(connection, [new_event(Origin(ctx.subjects, ctx.service.value), webhook(claimed.webhook_id),
+                                               data)])
+    log.warning("webhook_failing", webhook_id=claimed.webhook_id, event_id=claimed.event_id, attempts=attempts,
+                error=error)
