@@ -41,10 +41,13 @@ def observe_command(subject: str, seconds: float) -> None:
 def broker_middlewares(app_name: str) -> list[Any]:
     """FastStream's own instruments for a broker: a span per message sent and handled (context carried in
     the `traceparent` header) and Prometheus counters and histograms per subscriber."""
-    return [
-        NatsTelemetryMiddleware(),
-        NatsPrometheusMiddleware(registry=REGISTRY, app_name=app_name, metrics_prefix="threadline_nats"),
-    ]
+    prometheus = NatsPrometheusMiddleware(registry=REGISTRY, app_name=app_name, metrics_prefix="threadline_nats")
+    # Spans cost a share of every message even when nothing records them: only where tracing is on.
+    return [NatsTelemetryMiddleware(), prometheus] if tracing_enabled() else [prometheus]
+
+
+def tracing_enabled() -> bool:
+    return _provider is not None
 
 
 def exposition() -> tuple[bytes, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -42,10 +41,9 @@ def parse_replicas(text: str) -> dict[Service, int]:
 
 
 def default_replicas(cores: int | None = None) -> dict[Service, int]:
-    """What `up` runs when told nothing: on a machine with more than one core, two gateways (the MCP edge is
-    the agent path's busiest process; `threadline bench stage` measured each setting, docs/performance.md)."""
-    cores = cores or os.cpu_count() or 1
-    return {Service.GATEWAY: 2} if cores >= 2 else {}
+    """What `up` runs when told nothing: one process per service (docs/performance.md has what
+    `threadline bench stage` measured for other settings on a two-core machine)."""
+    return {}
 
 
 @dataclass

@@ -42,7 +42,13 @@ from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unava
 from shared.logging import bound, configure_logging, get_logger
 from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
 from shared.nats_auth import GATEWAY
-from shared.observability import configure_tracing, current_traceparent, instrument_http, shutdown_tracing
+from shared.observability import (
+    configure_tracing,
+    current_traceparent,
+    instrument_http,
+    shutdown_tracing,
+    tracing_enabled,
+)
 from shared.outage import outage
 from shared.service import probe_server
 from shared.settings import Settings
@@ -271,11 +277,13 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         return Response(body, media_type=content_type)
 
     # A route, not a mount: a mount would redirect /mcp to /mcp/.
-    app.router.routes.append(
-        Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
+    # First among the routes: every agent call is matched against it before anything else.
+    app.router.routes.insert(
+        0, Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
     )
     app.add_middleware(CorrelationMiddleware)
-    instrument_http(app)
+    if tracing_enabled():  # its request attributes cost every call a share even when nothing records spans
+        instrument_http(app)
     return app
 
 

@@ -78,19 +78,15 @@ class TokenStore:
             principal = cached[1]
         else:
             try:
-                async with self.db.engine.connect() as connection:
-                    row = (
-                        await connection.execute(
-                            select(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.role).where(
-                                api_tokens.c.token_hash == key, api_tokens.c.revoked_at.is_(None)
-                            )
-                        )
-                    ).first()
+                # One prepared statement on the plain pool: every agent call that misses the cache pays it.
+                row = await (await self.db.pool()).fetchrow(
+                    "SELECT token_id::text AS token_id, name, role FROM api_tokens "
+                    "WHERE token_hash = $1 AND revoked_at IS NULL", key)
             except Exception as error:
                 if (unavailable := outage(error)) is not None:
                     raise unavailable from error
                 raise
-            principal = Principal(row.token_id, row.name, row.role) if row else None
+            principal = Principal(row["token_id"], row["name"], row["role"]) if row else None
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[key] = (now, principal)

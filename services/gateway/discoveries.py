@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-
 from shared.db.session import Database
-from shared.db.tables import agent_discoveries
 
 CACHE_LIMIT = 10_000
 
@@ -25,22 +21,21 @@ class Discoveries:
         self._cache: dict[str, tuple[float, str | None]] = {}
 
     async def record(self, agent: str, case_id: str, revision: int) -> None:
-        statement = pg_insert(agent_discoveries).values(agent_name=agent, case_id=case_id, revision=revision)
-        async with self.db.transaction() as connection:
-            await connection.execute(statement.on_conflict_do_update(
-                index_elements=[agent_discoveries.c.agent_name],
-                set_={"case_id": case_id, "revision": revision, "discovered_at": func.now()},
-            ))
+        cached = self._cache.get(agent)
+        if cached is not None and cached[1] == case_id and time.monotonic() - cached[0] < self.cache_seconds:
+            return  # recorded moments ago: repeating get_workspace on one case writes nothing
+        await (await self.db.pool()).execute(
+            "INSERT INTO agent_discoveries (agent_name, case_id, revision) VALUES ($1, $2, $3) "
+            "ON CONFLICT (agent_name) DO UPDATE SET case_id = $2, revision = $3, discovered_at = now()",
+            agent, case_id, revision)
         self._remember(agent, case_id)
 
     async def of(self, agent: str) -> str | None:
         cached = self._cache.get(agent)
         if cached is not None and time.monotonic() - cached[0] < self.cache_seconds:
             return cached[1]
-        async with self.db.engine.connect() as connection:
-            case_id = (await connection.execute(
-                select(agent_discoveries.c.case_id).where(agent_discoveries.c.agent_name == agent)
-            )).scalar_one_or_none()
+        case_id = await (await self.db.pool()).fetchval(
+            "SELECT case_id FROM agent_discoveries WHERE agent_name = $1", agent)
         self._remember(agent, case_id)
         return case_id
 

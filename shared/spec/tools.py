@@ -50,6 +50,12 @@ class ToolSpec:
 
         return validator_for(self.input_schema)
 
+    @cached_property
+    def fast_check(self) -> Any:
+        from shared.spec.validation import fast_check_for
+
+        return fast_check_for(self.input_schema)
+
 
 def _served_schema(schema: dict[str, Any]) -> dict[str, Any]:
     # The one liberty DESIGN.md allows: a root "type": "object" where a schema lacks one.
