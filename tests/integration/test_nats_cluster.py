@@ -35,7 +35,7 @@ KILL_AFTER = 1 / 3  # of all decisions acknowledged
 CALL_DEADLINE_SECONDS = 90.0
 THREADLINE = Path(sys.executable).parent / "threadline"
 POOL_SIZE = 3  # eleven processes share the machine's PostgreSQL (and its max_connections) with other runs
-REPLICATED = (Service.GATEWAY, Service.STAGING, Service.REVIEW, Service.PROJECTION, Service.RELAY)
+REPLICATED = (Service.GATEWAY, Service.STAGING, Service.REVIEW, Service.PROJECTION, Service.RELAY, Service.WEBHOOKS)
 
 # Who connects where: the in-process replicas to n1 (the server that is killed), the second replicas to
 # n2, the test's own checks to n0. A client whose server dies fails over to the ones the cluster told it of.
