@@ -246,10 +246,14 @@ class CompanyStore(Store):
         return source
 
 
-class FakeCompanies:
+class ThesisRecords:
+    """A fake thesis repository: a view of the store's thesis tables."""
+
     def __init__(self, store: CompanyStore) -> None:
         self.store = store
 
+
+class FakeCompanies(ThesisRecords):
     async def get(self, company_id: str, *, lock: bool = False) -> Company | None:
         return self.store.companies.get(company_id)
 
@@ -296,10 +300,7 @@ class FakeCompanies:
         return chosen[:limit], len(chosen)
 
 
-class FakeThesisClaims:
-    def __init__(self, store: CompanyStore) -> None:
-        self.store = store
-
+class FakeThesisClaims(ThesisRecords):
     async def of(self, company_id: str) -> dict[str, ThesisClaim]:
         return dict(self.store.thesis_claims[company_id])
 
@@ -331,10 +332,7 @@ class FakeThesisClaims:
                                          "operationId": step.operation_id})
 
 
-class FakeSourceFiles:
-    def __init__(self, store: CompanyStore) -> None:
-        self.store = store
-
+class FakeSourceFiles(ThesisRecords):
     async def get(self, source_file_id: str) -> SourceFile | None:
         found = self.store.source_files.get(source_file_id)
         return found["file"] if found else None
@@ -347,10 +345,7 @@ class FakeSourceFiles:
         return [f["file"] for f in self.store.source_files.values() if f["file"].company_id == company_id]
 
 
-class FakeOperations:
-    def __init__(self, store: CompanyStore) -> None:
-        self.store = store
-
+class FakeOperations(ThesisRecords):
     async def get(self, operation_id: str, *, lock: bool = False) -> Operation | None:
         return self.store.operations.get(operation_id)
 

@@ -1,4 +1,4 @@
-"""NATS subscribers of the thesis-delta service: each command, and the use case that answers it."""
+"""NATS subscribers of the thesis-delta service: each command it owns, answered by the use case of its name."""
 
 from __future__ import annotations
 
@@ -7,19 +7,10 @@ from faststream.nats import NatsRouter
 from services.thesis_delta import use_cases
 from services.thesis_delta.repository import SqlThesisUnitOfWork
 from shared.service import ServiceContext, command_router
-from shared.subjects import Command
+from shared.subjects import OWNER, Service
 
-ROUTES = {
-    Command.PROPOSE_CLAIM_DELTA: use_cases.propose,
-    Command.CREATE_COMPANY: use_cases.create_company,
-    Command.LIST_COMPANIES: use_cases.list_companies,
-    Command.GET_COMPANY: use_cases.get_company,
-    Command.ADD_SOURCE_FILE: use_cases.add_source_file,
-    Command.ADD_THESIS_CLAIM: use_cases.add_thesis_claim,
-    Command.LIST_DELTAS: use_cases.list_deltas,
-    Command.GET_DELTA: use_cases.get_delta,
-    Command.DECIDE_DELTA: use_cases.decide_delta,
-}
+ROUTES = {command: getattr(use_cases, command.value) for command, owner in OWNER.items()
+          if owner is Service.THESIS_DELTA}
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:

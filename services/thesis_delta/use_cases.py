@@ -61,7 +61,7 @@ async def _delta(uow: ThesisUnitOfWork, operation_id: str, *, lock: bool = False
 # --- the Prism tool ---------------------------------------------------------------------------------
 
 
-async def propose(request: ProposeClaimDeltaRequest, uow: ThesisUnitOfWork) -> dict[str, Any]:
+async def propose_claim_delta(request: ProposeClaimDeltaRequest, uow: ThesisUnitOfWork) -> dict[str, Any]:
     if request.args["mode"] == "preview":
         return await preview(request, uow)
     return await commit(request, uow)

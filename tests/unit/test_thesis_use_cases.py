@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from services.thesis_delta.repository import SqlThesisUnitOfWork
-from services.thesis_delta.use_cases import add_thesis_claim, decide_delta, get_delta, propose
+from services.thesis_delta.use_cases import add_thesis_claim, decide_delta, get_delta, propose_claim_delta
 from shared.contracts import Actor, AddThesisClaim, DecideDelta, DeltaRef, ProposeClaimDeltaRequest
 from shared.errors import Conflict, Expired, IdempotencyConflict, InvalidCommitToken
 from shared.service import Meta, ServiceContext
@@ -36,7 +36,7 @@ def thesis() -> tuple[CompanyStore, dict]:
 
 
 async def call(store: CompanyStore, args: dict, **uow) -> dict:
-    return await propose(ProposeClaimDeltaRequest(actor=AGENT, args=args), FakeThesisUnitOfWork(store, ttl=TTL, **uow))
+    return await propose_claim_delta(ProposeClaimDeltaRequest(actor=AGENT, args=args), FakeThesisUnitOfWork(store, ttl=TTL, **uow))
 
 
 def commit_of(preview: dict, token: str | None = None) -> dict:
