@@ -102,17 +102,22 @@ def _stamped(item: BaseModel, provenance: Provenance, **extra: Any) -> dict[str,
     return {**item.model_dump(mode="json", by_alias=True), **extra, "provenance": provenance.to_json()}
 
 
+def _adding(write: str, added: type[BaseModel], change: str) -> Callable[..., Awaitable[LedgerChange]]:
+    """The install step of a kind whose accepted items are simply added: the writer's `write`, and the
+    records added as `change` of the ledger change."""
+
+    async def install(writer: LedgerWriter, case_id: str, items: Sequence[Any], provenance: Provenance) -> LedgerChange:
+        await getattr(writer, write)(case_id, items, provenance)
+        return LedgerChange(**{change: [added.model_validate(_stamped(i, provenance)) for i in items]})
+
+    return install
+
+
 # --- sources ----------------------------------------------------------------------------------------
 
 
 def _check_source(item: SourceItem, facts: LedgerFacts) -> list[Problem]:
     return [ledger.taken("id", item.id, "source")] if item.id in facts.sources else []
-
-
-async def _install_sources(writer: LedgerWriter, case_id: str, items: Sequence[SourceItem],
-                           provenance: Provenance) -> LedgerChange:
-    await writer.add_sources(case_id, items, provenance)
-    return LedgerChange(sources_added=[AddedSource.model_validate(_stamped(i, provenance)) for i in items])
 
 
 SOURCES = ItemKind(
@@ -124,7 +129,7 @@ SOURCES = ItemKind(
     check=_check_source,
     learn=lambda i, facts: facts.add_source(i.id),
     preview=lambda i, facts: {"adds": [{"record": "source", "id": i.id}]},
-    install=_install_sources,
+    install=_adding("add_sources", AddedSource, "sources_added"),
 )
 
 
@@ -136,12 +141,6 @@ def _check_claim(item: ClaimItem, facts: LedgerFacts) -> list[Problem]:
     return problems + ledger.sources_usable(item.source_ids, facts)
 
 
-async def _install_claims(writer: LedgerWriter, case_id: str, items: Sequence[ClaimItem],
-                          provenance: Provenance) -> LedgerChange:
-    await writer.add_claims(case_id, items, provenance)
-    return LedgerChange(claims_added=[AddedClaim.model_validate(_stamped(i, provenance)) for i in items])
-
-
 CLAIMS = ItemKind(
     name="claims", tool="stage_claims", command=Command.STAGE_CLAIMS, arguments=StageClaimsArgs,
     item=ClaimItem, items="claims", id_key="id", record="claim",
@@ -151,7 +150,7 @@ CLAIMS = ItemKind(
     check=_check_claim,
     learn=lambda i, facts: facts.add_claim(i.id, i.kind),
     preview=lambda i, facts: {"adds": [{"record": "claim", "id": i.id}], "cites": list(i.source_ids)},
-    install=_install_claims,
+    install=_adding("add_claims", AddedClaim, "claims_added"),
 )
 
 
@@ -181,12 +180,6 @@ def _relation_added(item: RelationItem) -> dict[str, Any]:
             "type": item.type}
 
 
-async def _install_relations(writer: LedgerWriter, case_id: str, items: Sequence[RelationItem],
-                             provenance: Provenance) -> LedgerChange:
-    await writer.add_relations(case_id, items, provenance)
-    return LedgerChange(relations_added=[AddedRelation.model_validate(_stamped(i, provenance)) for i in items])
-
-
 RELATIONS = ItemKind(
     name="relations", tool="stage_relations", command=Command.STAGE_RELATIONS, arguments=StageRelationsArgs,
     item=RelationItem, items="relations", id_key="id", record="relation",
@@ -196,7 +189,7 @@ RELATIONS = ItemKind(
     check=_check_relation,
     learn=lambda i, facts: facts.add_relation(i.id),
     preview=lambda i, facts: {"adds": [_relation_added(i)]},
-    install=_install_relations,
+    install=_adding("add_relations", AddedRelation, "relations_added"),
 )
 
 
@@ -215,12 +208,6 @@ def _check_group(item: MergeGroupItem, facts: LedgerFacts) -> list[Problem]:
     return problems
 
 
-async def _install_groups(writer: LedgerWriter, case_id: str, items: Sequence[MergeGroupItem],
-                          provenance: Provenance) -> LedgerChange:
-    await writer.add_groups(case_id, items, provenance)
-    return LedgerChange(groups_added=[AddedGroup.model_validate(_stamped(i, provenance)) for i in items])
-
-
 MERGE_GROUPS = ItemKind(
     name="merge", tool="stage_merge", command=Command.STAGE_MERGE, arguments=StageMergeArgs,
     item=MergeGroupItem, items="groups", id_key="groupId", record="group",
@@ -230,7 +217,7 @@ MERGE_GROUPS = ItemKind(
     check=_check_group,
     learn=lambda i, facts: facts.add_group(i.group_id),
     preview=lambda i, facts: {"adds": [{"record": "group", "id": i.group_id}], "joins": list(i.member_claim_ids)},
-    install=_install_groups,
+    install=_adding("add_groups", AddedGroup, "groups_added"),
 )
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from shared import outbox
 from shared.db.session import Database
 from shared.events import Aggregate, Event, EventData, Origin, new_event
+from shared.service import Meta, ServiceContext, origin
 
 
 class UnitOfWork(ABC):
@@ -93,6 +94,11 @@ class SqlUnitOfWork(UnitOfWork):
 
     def bind(self, connection: AsyncConnection) -> None:
         """Create the repositories on the transaction's connection."""
+
+    @classmethod
+    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlUnitOfWork:
+        """The unit of work of one message a service handles."""
+        return cls(ctx.db, origin(ctx, meta))
 
     async def _begin(self, read_only: bool = False) -> None:
         self.connection = await self.db.engine.connect()

@@ -17,7 +17,7 @@ from typing import Any
 
 from services.projection.company_context import get_company_context
 from services.projection.ports import ProjectionUnitOfWork
-from services.review.domain import Decision, LedgerStep, StoredItem, StoredProposal
+from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.ports import ReviewUnitOfWork
 from services.staging.domain import Proposal
 from services.staging.ports import StagingUnitOfWork
@@ -25,7 +25,7 @@ from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisC
 from services.thesis_delta.ports import ThesisUnitOfWork
 from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
 from shared.errors import Unavailable
-from shared.events import Event, Origin
+from shared.events import Event, LedgerChanged, Origin
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, References
 from shared.replies import CompanyContext
 from shared.subjects import Subjects
@@ -42,7 +42,7 @@ class Store:
     records: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (case, record, id)
     proposals: dict[str, StoredProposal] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
-    change_log: list[LedgerStep] = field(default_factory=list)
+    change_log: list[LedgerChanged] = field(default_factory=list)
     outbox: list[Event] = field(default_factory=list)
     clock: datetime = field(default_factory=lambda: datetime(2026, 1, 1, tzinfo=UTC))
 
@@ -162,7 +162,7 @@ class FakeLedger:
                 ended.append((record, rid))
         return ended
 
-    async def log(self, step: LedgerStep, correlation_id: str | None) -> None:
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None:
         self.store.change_log.append(step)
 
 
@@ -196,7 +196,9 @@ class FakeProposals:
         ])
 
 
-class FakeStagingUnitOfWork(FakeUnitOfWork, StagingUnitOfWork):
+class FakeCaseUnitOfWork(FakeUnitOfWork, StagingUnitOfWork, ReviewUnitOfWork):
+    """Staging's and review's unit of work over one store: what one stages, the other decides."""
+
     def __init__(self, store: Store, origin: Origin | None = None) -> None:
         super().__init__(store, origin)
         self.cases = FakeCases(store)
@@ -204,12 +206,7 @@ class FakeStagingUnitOfWork(FakeUnitOfWork, StagingUnitOfWork):
         self.proposals = FakeProposals(store)
 
 
-class FakeReviewUnitOfWork(FakeUnitOfWork, ReviewUnitOfWork):
-    def __init__(self, store: Store, origin: Origin | None = None) -> None:
-        super().__init__(store, origin)
-        self.cases = FakeCases(store)
-        self.ledger = FakeLedger(store)
-        self.proposals = FakeProposals(store)
+FakeStagingUnitOfWork = FakeReviewUnitOfWork = FakeCaseUnitOfWork
 
 
 # --- theses: companies, their claims, source files and delta operations, and the projection's context ----

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.ledger import VERDICT
+
+SECTIONS = ("summary", "claims", "sources", "proposals", "unresolved", "guidance")
 PAGE_SIZE = 12
 MAX_CURSOR = 96
 UNRESOLVED_CONFIDENCE = ("disputed", "unknown", "contradicted")
@@ -29,6 +32,10 @@ class ClaimView:
     order: int | None
     source_ids: tuple[str, ...]
     revision: int
+
+    @property
+    def is_verdict(self) -> bool:
+        return self.kind == VERDICT
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,12 @@ class LedgerSnapshot:
 
     @property
     def verdict(self) -> ClaimView | None:
-        return next((c for c in self.claims if c.kind == "verdict"), None)
+        return next((c for c in self.claims if c.is_verdict), None)
+
+
+def sections(scope: str) -> set[str]:
+    """The sections a get_workspace scope shows: one, or every one for `all`."""
+    return set(SECTIONS) if scope == "all" else {scope}
 
 
 def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
@@ -89,7 +101,7 @@ def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
                     "action": "weigh the contradicting claims' evidence; stage a qualifying relation or a verdict",
                 }
             )
-        if claim.kind != "verdict" and not any(
+        if not claim.is_verdict and not any(
             snapshot.source_types.get(s) in STRONG_SOURCE_TYPES for s in claim.source_ids
         ):
             items.append(
@@ -176,7 +188,7 @@ def focus_order(snapshot: LedgerSnapshot, focus: str) -> list[ClaimView]:
     }
 
     def base(c: ClaimView) -> tuple:
-        return (c.lane != "verdict", c.lane or "", c.order or 0, c.revision, c.claim_id)
+        return (c.lane != VERDICT, c.lane or "", c.order or 0, c.revision, c.claim_id)
 
     if focus == "unresolved":
         return sorted(snapshot.claims, key=lambda c: (c.claim_id not in open_ids, *base(c)))
@@ -282,7 +294,7 @@ def record_body(
 
 def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
     """Counts that say how well the case's claims are grounded (merge groups counted once)."""
-    claims = [c for c in snapshot.claims if c.kind != "verdict"]
+    claims = [c for c in snapshot.claims if not c.is_verdict]
     cited = {s for c in snapshot.claims for s in c.source_ids}
     contradicted = {r.target_claim_id for r in snapshot.relations if r.type == "contradicts"}
     verdict = snapshot.verdict
@@ -310,7 +322,7 @@ def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
 
 
 def ledger_counts(snapshot: LedgerSnapshot) -> dict[str, Any]:
-    claims = [c for c in snapshot.claims if c.kind != "verdict"]
+    claims = [c for c in snapshot.claims if not c.is_verdict]
     return {
         "sources": {"total": len(snapshot.source_types), "byType": counts(snapshot.source_types.values())},
         "claims": {

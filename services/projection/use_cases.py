@@ -43,19 +43,20 @@ async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionU
             "title": case.title,
             "question": case.question,
         }
-        if scope in ("summary", "all"):
+        shows = domain.sections(scope)
+        if "summary" in shows:
             workspace.update(await _summary(uow, case_id, view))
-        if scope in ("claims", "all"):
+        if "claims" in shows:
             snapshot = await uow.reads.snapshot(case_id, case.revision)
             workspace["claims"] = _claims(snapshot, focus)
-        if scope in ("sources", "all"):
+        if "sources" in shows:
             snapshot = await uow.reads.snapshot(case_id, case.revision)
             workspace["sources"] = await _sources(uow, case_id, snapshot, focus)
-        if scope in ("proposals", "all"):
+        if "proposals" in shows:
             workspace["proposals"] = await _proposals(uow, case_id, agent)
-        if scope in ("unresolved", "all"):
+        if "unresolved" in shows:
             workspace["unresolved"] = domain.page(view["unresolved"], request.args.cursor, "unresolved")
-        if scope in ("guidance", "all"):
+        if "guidance" in shows:
             workspace["guidance"] = domain.page(_guidance(view), request.args.cursor, "guidance")
     return workspace
 
@@ -100,7 +101,7 @@ async def _summary(uow: ProjectionUnitOfWork, case_id: str, view: dict[str, Any]
 def _claims(
     snapshot: domain.LedgerSnapshot, focus: str, cap: int = domain.CLAIMS_CAP, with_verdict: bool = True
 ) -> dict[str, Any]:
-    ordered = [c for c in domain.focus_order(snapshot, focus) if with_verdict or c.kind != "verdict"]
+    ordered = [c for c in domain.focus_order(snapshot, focus) if with_verdict or not c.is_verdict]
     listed, omitted = domain.capped(ordered, cap)
     support = domain.support(snapshot)
     groups_of: dict[str, list[str]] = {}

@@ -113,23 +113,11 @@ def provenance_of(proposal: StoredProposal, decision: Decision) -> Provenance:
                       decision_id=decision.decision_id)
 
 
-@dataclass(frozen=True)
-class LedgerStep:
-    """One revision of a case's ledger: the change log entry and the `ledger.changed` event describe it."""
-
-    case_id: str
-    revision: int
-    actor: str
-    summary: str
-    change: LedgerChange
-    at: datetime
-    decision_id: str | None = None
-    proposal_id: str | None = None
-
-    def event(self) -> LedgerChanged:
-        return LedgerChanged(case_id=self.case_id, revision=self.revision, previous_revision=self.revision - 1,
-                             actor=self.actor, summary=self.summary, decision_id=self.decision_id,
-                             proposal_id=self.proposal_id, changes=self.change)
+def ledger_changed(case_id: str, revision: int, actor: str, summary: str, change: LedgerChange,
+                   decision_id: str | None = None, proposal_id: str | None = None) -> LedgerChanged:
+    """One revision of a case's ledger, as its change log entry and its `ledger.changed` event tell it."""
+    return LedgerChanged(case_id=case_id, revision=revision, previous_revision=revision - 1, actor=actor,
+                         summary=summary, decision_id=decision_id, proposal_id=proposal_id, changes=change)
 
 
 def status_after(proposal: StoredProposal, plan: DecisionPlan) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.review.domain import LedgerStep
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
 from shared.db.queries import ledger_facts
 from shared.db.tables import (
@@ -20,6 +20,7 @@ from shared.db.tables import (
     relations,
     sources,
 )
+from shared.events import LedgerChanged
 from shared.ledger import VERDICT, LedgerFacts, Provenance, References
 
 
@@ -170,11 +171,11 @@ class SqlLedger:
 
     # --- the change log --------------------------------------------------------------------------
 
-    async def log(self, step: LedgerStep, correlation_id: str | None) -> None:
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None:
         await self.connection.execute(insert(change_log).values(
             case_id=step.case_id, revision=step.revision, decision_id=step.decision_id, actor=step.actor,
-            summary=step.summary, changes=step.change.model_dump(mode="json", by_alias=True),
-            correlation_id=correlation_id, at=step.at,
+            summary=step.summary, changes=step.changes.model_dump(mode="json", by_alias=True),
+            correlation_id=correlation_id, at=at,
         ))
 
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]:

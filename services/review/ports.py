@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
-from services.review.domain import Decision, LedgerStep, StoredProposal
+from services.review.domain import Decision, StoredProposal
+from shared.events import LedgerChanged
 from shared.ledger import LedgerFacts, LedgerWriter, Provenance, References
 from shared.uow import UnitOfWork
 
@@ -53,7 +55,7 @@ class Ledger(LedgerWriter, Protocol):
                      provenance: Provenance) -> list[tuple[str, str]]:
         """Retire an active source or claim (a claim takes its links along); what else ended."""
 
-    async def log(self, step: LedgerStep, correlation_id: str | None) -> None: ...
+    async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None: ...
 
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]: ...
 

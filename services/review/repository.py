@@ -22,7 +22,6 @@ from shared.db.tables import (
     proposal_items,
     proposals,
 )
-from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
 
@@ -32,9 +31,6 @@ class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
         self.proposals = SqlProposals(connection)
         self.ledger = SqlLedger(connection)
 
-    @classmethod
-    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlReviewUnitOfWork:
-        return cls(ctx.db, origin(ctx, meta))
 
 
 class SqlCases:

@@ -21,7 +21,7 @@ from shared.contracts import (
     RetireRecords,
 )
 from shared.errors import AlreadyExists, InvalidArgument
-from shared.events import CaseCreated, GuidanceAdded, LedgerChange, ProposalDecided, case
+from shared.events import CaseCreated, GuidanceAdded, LedgerChange, LedgerChanged, ProposalDecided, case
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -97,9 +97,8 @@ async def record_sources(cmd: RecordSources, uow: ReviewUnitOfWork) -> dict[str,
         step_revision = await uow.cases.bump(cmd.case_id)
         provenance = Provenance.recorded(cmd.actor.name, uow.now(), step_revision)
         change = await sources.install(uow.ledger, cmd.case_id, cmd.sources, provenance)
-        await _step(uow, domain.LedgerStep(cmd.case_id, step_revision, cmd.actor.name,
-                                           f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change,
-                                           provenance.decided_at))
+        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name,
+                                               f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change))
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "recorded": [s.id for s in cmd.sources]}
 
@@ -121,8 +120,7 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
                         for kind, linked in links_ended]
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
         change = LedgerChange(retired=retired)
-        await _step(uow, domain.LedgerStep(cmd.case_id, step_revision, cmd.actor.name, summary, change,
-                                           provenance.decided_at))
+        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired}
 
@@ -135,10 +133,10 @@ async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | 
     return revision
 
 
-async def _step(uow: ReviewUnitOfWork, step: domain.LedgerStep) -> None:
+async def _step(uow: ReviewUnitOfWork, step: LedgerChanged) -> None:
     """Log one revision of the ledger and emit its `ledger.changed` event, in the unit of work."""
-    await uow.ledger.log(step, uow.origin.correlation_id)
-    uow.emit(case(step.case_id), step.event(), revision=step.revision)
+    await uow.ledger.log(step, uow.now(), uow.origin.correlation_id)
+    uow.emit(case(step.case_id), step, revision=step.revision)
 
 
 # --- proposals and decisions ------------------------------------------------------------------------
@@ -215,6 +213,6 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
     provenance = domain.provenance_of(proposal, decision)
     change = await proposal.item_kind.install(uow.ledger, proposal.case_id,
                                               [proposal.typed(i) for i in plan.accepted], provenance)
-    await _step(uow, domain.LedgerStep(proposal.case_id, revision, decision.reviewer,
-                                       domain.accepted_summary(proposal, plan, decision.reviewer), change,
-                                       decision.decided_at, decision.decision_id, proposal.proposal_id))
+    await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
+                                           domain.accepted_summary(proposal, plan, decision.reviewer), change,
+                                           decision.decision_id, proposal.proposal_id))

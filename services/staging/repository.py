@@ -9,7 +9,6 @@ from services.staging.domain import Proposal
 from services.staging.ports import StagingUnitOfWork
 from shared.db.queries import SqlLedgerReader, lock_case_shared
 from shared.db.tables import cases, proposal_items, proposals
-from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
 
@@ -56,6 +55,3 @@ class SqlStagingUnitOfWork(SqlUnitOfWork, StagingUnitOfWork):
         self.ledger = SqlLedgerReader(connection)
         self.proposals = SqlProposals(connection)
 
-    @classmethod
-    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlStagingUnitOfWork:
-        return cls(ctx.db, origin(ctx, meta))
