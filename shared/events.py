@@ -51,6 +51,9 @@ class ProposalStaged(EventData):
     item_ids: list[str]
     agent: str
     pinned_revision: int
+    staged_revision: int | None = Field(
+        default=None, description="The revision it was checked against and stored at: its pin, or the newer "
+        "revision it was rebased onto when the ledger moved on in nothing it depends on.")
 
 
 class ProposalDecided(EventData):

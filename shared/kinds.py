@@ -288,7 +288,8 @@ VERDICT = ItemKind(
     name="verdict", tool="stage_verdict", command=Command.STAGE_VERDICT, arguments=StageVerdictArgs,
     item=VerdictPatch, items=None, id_key="claim.id", record="claim",
     id_of=lambda patch: patch.claim.id,
-    new_ids=lambda patch: [("relations", f"relations[{i}].id", r.id) for i, r in enumerate(patch.relations)],
+    new_ids=lambda patch: [("claims", "claim.id", patch.claim.id)]
+    + [("relations", f"relations[{i}].id", r.id) for i, r in enumerate(patch.relations)],
     references=_verdict_refs,
     check=_check_verdict,
     learn=_learn_verdict,

@@ -18,7 +18,8 @@ from shared.problems import Problem
 ACTIVE = "active"
 VERDICT = "verdict"  # the claim kind (and lane) of a case's verdict
 
-__all__ = ["ACTIVE", "VERDICT", "ClaimFact", "LedgerFacts", "LedgerWriter", "Problem", "Provenance", "References"]
+__all__ = ["ACTIVE", "VERDICT", "ClaimFact", "LedgerFacts", "LedgerWriter", "Problem", "Provenance", "RecordHistory",
+           "References"]
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,30 @@ class References:
         return total
 
 
+@dataclass(frozen=True)
+class RecordHistory:
+    """When a canonical record came (the revision that installed it) and went (retired or superseded)."""
+
+    status: str
+    introduced: int
+    ended: int | None = None
+
+
 @dataclass
 class LedgerFacts:
-    """What the ledger holds about the referenced ids: their status, or absence (plus the active verdict)."""
+    """What the ledger holds about the referenced ids: their status, or absence (plus the active verdict).
+
+    `history` (record, id) → RecordHistory and `verdict_slot_changed` (the last revision that installed or
+    ended a verdict) are filled where a call is rebased onto a newer revision than its pin.
+    """
 
     revision: int
     sources: dict[str, str] = field(default_factory=dict)
     claims: dict[str, ClaimFact] = field(default_factory=dict)
     relations: set[str] = field(default_factory=set)
     groups: set[str] = field(default_factory=set)
+    history: dict[tuple[str, str], RecordHistory] = field(default_factory=dict)
+    verdict_slot_changed: int = 0
 
     def source_usable(self, source_id: str) -> bool:
         return self.sources.get(source_id) == ACTIVE

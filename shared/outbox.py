@@ -40,7 +40,7 @@ async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
             "subject": event.subject,
             "event_type": event.event_type.value,
             "envelope": event.envelope,
-            "headers": _headers(event),
+            "headers": headers(event),
         }
         for event in events
     ]
@@ -48,7 +48,7 @@ async def append(connection: AsyncConnection, events: Iterable[Event]) -> None:
         await connection.execute(insert(outbox), rows)
 
 
-def _headers(event: Event) -> dict[str, str]:
+def headers(event: Event) -> dict[str, str]:
     headers = {"Nats-Msg-Id": event.event_id, "ce-type": event.event_type.value}
     if event.envelope.get("correlationid"):
         headers["correlation_id"] = event.envelope["correlationid"]

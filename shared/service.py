@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -145,8 +146,14 @@ def command_router(ctx: ServiceContext, routes: Mapping[Command, UseCase], unit_
 
 def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: UseCase,
              unit_of_work: UnitOfWorkFactory) -> Callable[..., Awaitable[dict[str, Any]]]:
+    crash_after_commit = command.value in ctx.settings.failpoint_commands("exit_after_commit")
+
     async def handle(body: Any, message: NatsMessage) -> dict[str, Any]:
-        return ok(await use_case(body, unit_of_work(ctx, Meta.of(message))))
+        result = await use_case(body, unit_of_work(ctx, Meta.of(message)))
+        if crash_after_commit:  # a failpoint for tests: die as if killed between the commit and the reply
+            log.warning("failpoint_exit_after_commit", command=command.value)
+            os._exit(137)
+        return ok(result)
 
     # FastStream validates the body against the parameter's annotation: the command's contract.
     handle.__annotations__ = {"body": contract, "message": NatsMessage, "return": dict[str, Any]}

@@ -43,11 +43,18 @@ class Settings(BaseSettings):
     relay_batch_size: int = 500
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
+    # Tests only: `exit_after_commit:stage_claims,…` makes a service process exit right after committing
+    # the named command, before it replies — what a crash at the worst moment looks like to the caller.
+    failpoints: str = ""
 
     # For CLI commands that act as a user: `serve gateway --stdio` (an agent token) and `review` (a
     # reviewer token, and the gateway's URL when it is not the data dir's).
     token: SecretStr | None = None
     url: str | None = None
+
+    def failpoint_commands(self, moment: str) -> set[str]:
+        return {command for point in self.failpoints.split(",") if point.strip()
+                for name, _, command in [point.strip().partition(":")] if name == moment}
 
     @property
     def workers(self) -> int:

@@ -55,9 +55,11 @@ class UnitOfWork(ABC):
         if not self._committed:
             await self._rollback()
 
-    async def commit(self) -> None:
-        await self._commit(list(self.events))
+    async def commit(self) -> Any:
+        """Make the change durable with its events; what it returns is the unit of work's to say."""
+        result = await self._commit(list(self.events))
         self._committed = True
+        return result
 
     def read(self) -> AbstractAsyncContextManager[UnitOfWork]:
         """A consistent read-only snapshot; nothing is committed."""
@@ -76,7 +78,7 @@ class UnitOfWork(ABC):
         """Open the transaction (or snapshot) and bind the repositories to it."""
 
     @abstractmethod
-    async def _commit(self, events: list[Event]) -> None:
+    async def _commit(self, events: list[Event]) -> Any:
         """Store the events with the change and make both durable."""
 
     @abstractmethod

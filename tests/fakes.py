@@ -19,14 +19,14 @@ from services.projection.company_context import get_company_context
 from services.projection.ports import ProjectionUnitOfWork
 from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.ports import ReviewUnitOfWork
-from services.staging.domain import Proposal
-from services.staging.ports import StagingUnitOfWork
+from services.staging.domain import Prior, Proposal, StageFacts
+from services.staging.ports import REPLAYED, STORED, StagingUnitOfWork
 from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisClaim, ThesisStep
 from services.thesis_delta.ports import ThesisUnitOfWork
 from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
 from shared.errors import Unavailable
 from shared.events import Event, LedgerChanged, Origin
-from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, References
+from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, RecordHistory, References
 from shared.replies import CompanyContext
 from shared.subjects import Subjects
 from shared.uow import UnitOfWork
@@ -41,6 +41,7 @@ class Store:
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     records: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (case, record, id)
     proposals: dict[str, StoredProposal] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # proposal id → request digest
     decisions: list[Decision] = field(default_factory=list)
     change_log: list[LedgerChanged] = field(default_factory=list)
     outbox: list[Event] = field(default_factory=list)
@@ -51,7 +52,7 @@ class Store:
                                "created_by": "tests", "created_at": self.clock}
 
     def add_record(self, case_id: str, record: str, record_id: str, **fields: Any) -> None:
-        self.records[(case_id, record, record_id)] = {"status": ACTIVE, **fields}
+        self.records[(case_id, record, record_id)] = {"status": ACTIVE, "revision": 0, "ended": None, **fields}
 
     def status(self, case_id: str, record: str, record_id: str) -> str | None:
         found = self.records.get((case_id, record, record_id))
@@ -118,38 +119,66 @@ class FakeLedger:
             if case == case_id and record == "claim" and (cid in refs.claims or (r["kind"] == VERDICT
                                                                                  and r["status"] == ACTIVE))
         }
-        return LedgerFacts(
+        facts = LedgerFacts(
             revision=revision,
             sources={s: status("source", s) for s in refs.sources if status("source", s)},
             claims=claims,
             relations={r for r in refs.relations if status("relation", r)},
             groups={g for g in refs.groups if status("group", g)},
         )
+        named = {("source", refs.sources), ("claim", refs.claims), ("relation", refs.relations), ("group", refs.groups)}
+        for (case, record, record_id), r in self.store.records.items():
+            if case != case_id:
+                continue
+            if any(record == kind and record_id in ids for kind, ids in named):
+                facts.history[(record, record_id)] = RecordHistory(r["status"], r["revision"], r["ended"])
+            if record == "claim" and r["kind"] == VERDICT:
+                facts.verdict_slot_changed = max(facts.verdict_slot_changed, r["revision"], r["ended"] or 0)
+        return facts
+
+    async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
+                          digest: str) -> StageFacts | None:
+        found = self.store.cases.get(case_id)
+        if found is None:
+            return None
+        prior = next((Prior(p.proposal_id, p.kind, p.pinned_revision, p.pinned_revision, [i.item_id for i in p.items])
+                      for p in self.store.proposals.values()
+                      if p.agent_name == agent and self.store.digests.get(p.proposal_id) == digest), None)
+        since: dict[str, dict[str, Any]] = {}
+        for step in self.store.change_log:
+            if step.case_id == case_id and step.revision > pin:
+                for kind, records in step.changes.model_dump(by_alias=True).items():
+                    for record in records:
+                        entry = since.setdefault(kind, {"count": 0, "first": []})
+                        entry["count"] += 1
+                        if len(entry["first"]) < 5:
+                            entry["first"].append(record.get("id") or record.get("groupId"))
+        return StageFacts(found["revision"], await self.facts(case_id, found["revision"], refs), prior, since)
 
     async def add_sources(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:
-            self.store.add_record(case_id, "source", item.id, provenance=provenance)
+            self.store.add_record(case_id, "source", item.id, revision=provenance.revision)
 
     async def add_claims(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:
             self.store.add_record(case_id, "claim", item.id, kind=item.kind, sources=list(item.source_ids),
-                                  provenance=provenance)
+                                  revision=provenance.revision)
 
     async def add_relations(self, case_id: str, items: Sequence[Any], provenance: Provenance, *,
                             verdict_id: str | None = None) -> None:
         for item in items:
             self.store.add_record(case_id, "relation", item.id, ends=(item.source_claim_id, item.target_claim_id),
-                                  basis=item.target_claim_id == verdict_id, provenance=provenance)
+                                  basis=item.target_claim_id == verdict_id, revision=provenance.revision)
 
     async def add_groups(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:
             self.store.add_record(case_id, "group", item.group_id, members=list(item.member_claim_ids),
-                                  provenance=provenance)
+                                  revision=provenance.revision)
 
     async def supersede_verdict(self, case_id: str, new_verdict_id: str, provenance: Provenance) -> str | None:
         for (case, record, cid), r in self.store.records.items():
             if case == case_id and record == "claim" and r["kind"] == VERDICT and r["status"] == ACTIVE:
-                r.update(status="superseded", superseded_by=new_verdict_id)
+                r.update(status="superseded", superseded_by=new_verdict_id, ended=provenance.revision)
                 return cid
         return None
 
@@ -158,7 +187,7 @@ class FakeLedger:
         for (case, record, rid), r in self.store.records.items():
             linked = claim_id in r.get("ends", ()) or claim_id in r.get("members", ())
             if case == case_id and r["status"] == ACTIVE and linked:
-                r["status"] = "retired"
+                r.update(status="retired", ended=provenance.revision)
                 ended.append((record, rid))
         return ended
 
@@ -169,13 +198,21 @@ class FakeLedger:
 class FakeProposals:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.outcome: Any = STORED
 
-    async def add(self, proposal: Proposal) -> None:
-        """Staging's write: the proposal as review will read it."""
+    def add(self, proposal: Proposal) -> None:
+        """Staging's write (undone unless committed): the proposal as review will read it."""
+        earlier = next((pid for pid, digest in self.store.digests.items() if digest == proposal.request_digest
+                        and self.store.proposals[pid].agent_name == proposal.agent_name), None)
+        if earlier is not None:
+            self.outcome = (REPLAYED, earlier)
+            return
+        self.store.digests[proposal.proposal_id] = proposal.request_digest
         self.store.proposals[proposal.proposal_id] = StoredProposal(
             proposal.proposal_id, proposal.case_id, proposal.kind, proposal.pinned_revision, proposal.agent_name,
             proposal.token_id, proposal.correlation_id, self.store.clock,
             [StoredItem(item_id, i, payload) for i, (item_id, payload) in enumerate(proposal.items)],
+            proposal.staged_revision,
         )
 
     async def case_of(self, proposal_id: str) -> str | None:
@@ -184,6 +221,15 @@ class FakeProposals:
 
     async def get(self, proposal_id: str) -> StoredProposal | None:
         return self.store.proposals.get(proposal_id)
+
+    async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
+        found = next((d for d in self.store.decisions if (d.proposal_id, d.reviewer, d.request_digest)
+                      == (proposal_id, reviewer, digest)), None)
+        return None if found is None else {
+            "decision_id": found.decision_id, "reviewer": found.reviewer, "decided_at": found.decided_at,
+            "note": found.note, "expected_revision": found.expected_revision, "revision_after": found.revision_after,
+            "outcomes": found.outcomes, "refused": found.refused,
+        }
 
     async def record(self, decision: Decision) -> None:
         self.store.decisions.append(decision)
@@ -204,6 +250,11 @@ class FakeCaseUnitOfWork(FakeUnitOfWork, StagingUnitOfWork, ReviewUnitOfWork):
         self.cases = FakeCases(store)
         self.ledger = FakeLedger(store)
         self.proposals = FakeProposals(store)
+
+    async def _commit(self, events: list[Event]) -> Any:
+        await super()._commit(events)
+        outcome, self.proposals.outcome = self.proposals.outcome, STORED
+        return outcome
 
 
 FakeStagingUnitOfWork = FakeReviewUnitOfWork = FakeCaseUnitOfWork

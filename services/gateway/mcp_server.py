@@ -12,6 +12,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from services.gateway import metrics
 from services.gateway.auth import Principal
@@ -22,12 +23,12 @@ from shared.errors import (
     Forbidden,
     InternalError,
     InvalidArgument,
-    NotFound,
     ThreadlineError,
     Unauthenticated,
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
+from shared.problems import excerpt
 from shared.spec import ArgumentError, validate_arguments
 
 log = get_logger(__name__)
@@ -36,6 +37,7 @@ PRINCIPAL_SCOPE_KEY = "threadline.principal"
 CORRELATION_SCOPE_KEY = "threadline.correlation_id"
 
 PrincipalResolver = Callable[[Any], Awaitable[Principal]]
+INVALID_PARAMS = -32602  # JSON-RPC
 DISCOVERY_TOOL = "get_workspace"  # the call that tells the gateway which case an agent works on
 
 
@@ -53,6 +55,10 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
         return types.ListToolsResult(tools=mcp_tools())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in served_tools():
+            # Not a failed call but no such tool: a JSON-RPC error, as the MCP specification asks.
+            metrics.observe_tool(metrics.UNKNOWN_TOOL, "unknown_tool", 0.0)
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {excerpt(params.name)}; call tools/list for the tools served")
         correlation_id = _correlation_id(ctx)
         started = time.perf_counter()
         outcome = "ok"
@@ -101,9 +107,7 @@ async def _call(
     correlation_id: str,
     traceparent: str,
 ) -> dict[str, Any]:
-    tool = served_tools().get(name)
-    if tool is None:
-        raise NotFound(f"there is no tool {name!r}", field="name", hint="call tools/list for the tools served")
+    tool = served_tools()[name]
     if principal.role != "agent":
         raise Forbidden(
             f"MCP tools are for agent tokens; this is a {principal.role} token",

@@ -9,6 +9,7 @@ TOOL_SECONDS = Histogram(
     "threadline_tool_call_seconds", "MCP tool call latency", ["tool"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+UNKNOWN_TOOL = "unknown"  # the one label for every name that is not a served tool (labels come from a closed set)
 HTTP_REQUESTS = Counter("threadline_http_requests_total", "HTTP API requests", ["method", "route", "status"])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ class StoredProposal:
     correlation_id: str | None
     created_at: datetime
     items: list[StoredItem]
+    staged_revision: int | None = None  # the revision it was stored at: its pin, or the one it was rebased onto
 
     @property
     def status(self) -> str:
@@ -92,16 +95,25 @@ class Decision:
     outcomes: list[tuple[str, str]]
     correlation_id: str | None
     decided_at: datetime
+    request_digest: str | None = None
+
+
+def request_digest(accept: Sequence[str], reject: Sequence[str], note: str | None, expected_revision: int) -> str:
+    """A decision request as canonical JSON: the same request repeated has the same digest."""
+    canonical = json.dumps({"accept": list(accept), "reject": list(reject), "note": note,
+                            "expectedRevision": expected_revision}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def new_decision(proposal: StoredProposal, plan: DecisionPlan, *, reviewer: str, note: str | None,
                  expected_revision: int | None, revision: int, correlation_id: str | None,
-                 at: datetime) -> Decision:
+                 at: datetime, digest: str | None = None) -> Decision:
     return Decision(
         decision_id=str(uuid.uuid4()), proposal_id=proposal.proposal_id, case_id=proposal.case_id,
         reviewer=reviewer, note=note, expected_revision=expected_revision,
         revision_after=revision + 1 if plan.changes_ledger else None, refused=plan.refused,
-        outcomes=plan.outcomes(), correlation_id=correlation_id, decided_at=at,
+        outcomes=plan.outcomes(), correlation_id=correlation_id, decided_at=at, request_digest=digest,
     )
 
 

@@ -40,6 +40,9 @@ class Proposals(Protocol):
 
     async def record(self, decision: Decision) -> None: ...
 
+    async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
+        """The recorded decision an identical request made (as decisions_of lists them), if any."""
+
     async def decisions_of(self, proposal_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
 
     async def proposals_of_decisions(self, decision_ids: Sequence[str]) -> dict[str, str]: ...

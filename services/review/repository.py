@@ -123,6 +123,7 @@ def _proposal(row: Any, items: list[StoredItem]) -> StoredProposal:
         correlation_id=row.correlation_id,
         created_at=row.created_at,
         items=items,
+        staged_revision=row.staged_revision,
     )
 
 
@@ -205,12 +206,24 @@ class SqlProposals:
                 refused=decision.refused,
                 correlation_id=decision.correlation_id,
                 decided_at=decision.decided_at,
+                request_digest=decision.request_digest,
             )
         )
         rows = [{"proposal_id": decision.proposal_id, "item_id": item_id, "decision_id": decision.decision_id,
                  "outcome": outcome} for item_id, outcome in decision.outcomes]
         if rows:
             await self.connection.execute(insert(item_decisions), rows)
+
+    async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
+        found = (await self.connection.execute(
+            select(decisions.c.decision_id).where(decisions.c.proposal_id == proposal_id,
+                                                  decisions.c.reviewer == reviewer,
+                                                  decisions.c.request_digest == digest)
+        )).scalar_one_or_none()
+        if found is None:
+            return None
+        every = (await self.decisions_of([proposal_id]))[proposal_id]
+        return next(d for d in every if d["decision_id"] == found)
 
     async def decisions_of(self, proposal_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """Per proposal, its recorded decisions oldest first, each with its item outcomes in the proposal's order."""

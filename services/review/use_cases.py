@@ -181,9 +181,14 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
         case_id = await uow.proposals.case_of(proposal_id)
         if case_id is None:
             raise domain.proposal_not_found(cmd.proposal_id)
-        revision = await _locked(uow, case_id, cmd.expected_revision)
-        # Read the items only now, under the case lock, so decisions committed meanwhile are seen.
+        digest = domain.request_digest(cmd.accept, cmd.reject, cmd.note, cmd.expected_revision)
+        revision = await uow.cases.lock(case_id)
+        # Read only now, under the case lock, so decisions committed meanwhile are seen: a repeat of a
+        # recorded decision gets that decision back, even once the revision has moved on.
         proposal = await uow.proposals.get(proposal_id)
+        if recorded := await uow.proposals.decision_by_digest(proposal_id, cmd.actor.name, digest):
+            return views.recorded_decision(proposal, recorded)
+        domain.check_expected_revision(cmd.expected_revision, revision)
         domain.check_request(proposal, cmd.accept, cmd.reject)
         facts = await uow.ledger.facts(case_id, revision, domain.refs_of(proposal, cmd.accept))
         plan = domain.plan(proposal, cmd.accept, cmd.reject, facts)
@@ -192,7 +197,7 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
             return views.decided(proposal, plan, revision=revision, decision_id=None)
         decision = domain.new_decision(proposal, plan, reviewer=cmd.actor.name, note=cmd.note,
                                        expected_revision=cmd.expected_revision, revision=revision,
-                                       correlation_id=uow.origin.correlation_id, at=uow.now())
+                                       correlation_id=uow.origin.correlation_id, at=uow.now(), digest=digest)
         await uow.proposals.record(decision)
         if plan.changes_ledger:
             await _install(uow, proposal, plan, decision)

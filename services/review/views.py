@@ -44,17 +44,34 @@ def proposal_view(
         "kind": proposal.kind,
         "status": proposal.status,
         "pinnedRevision": proposal.pinned_revision,
+        "rebasedOnto": rebased_onto(proposal),
         "provenance": {
             "agent": proposal.agent_name,
             "tokenName": proposal.agent_name,
             "tokenId": proposal.token_id,
             "stagedAt": proposal.created_at.isoformat(),
             "pinnedRevision": proposal.pinned_revision,
+            "rebasedOnto": rebased_onto(proposal),
             "correlationId": proposal.correlation_id,
         },
         "items": items,
         "decisions": [decision_view(d) for d in decisions or []],
     }
+
+
+def rebased_onto(proposal: StoredProposal) -> int | None:
+    """The newer revision a call pinned behind the case was checked against and stored at (None: its pin)."""
+    staged = proposal.staged_revision
+    return staged if staged is not None and staged != proposal.pinned_revision else None
+
+
+def recorded_decision(proposal: StoredProposal, decision: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a repeat of a recorded decision: that decision, as it was answered."""
+    view = decision_view(decision)
+    revision = decision["revision_after"] if decision["revision_after"] is not None else decision["expected_revision"]
+    return {"proposalId": proposal.proposal_id, "caseId": proposal.case_id, "revision": revision,
+            "accepted": view["accepted"], "rejected": view["rejected"], "refused": view["refused"],
+            "decisionId": view["decisionId"], "status": proposal.status, "recorded": True, "replayed": True}
 
 
 def decision_view(decision: dict[str, Any]) -> dict[str, Any]:

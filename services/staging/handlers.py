@@ -7,7 +7,7 @@ from functools import partial
 from faststream.nats import NatsRouter
 
 from services.staging import use_cases
-from services.staging.repository import SqlStagingUnitOfWork
+from services.staging.repository import PgStagingUnitOfWork
 from shared.kinds import KINDS
 from shared.service import ServiceContext, command_router
 
@@ -15,4 +15,4 @@ ROUTES = {kind.command: partial(use_cases.stage, kind) for kind in KINDS.values(
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
-    return command_router(ctx, ROUTES, SqlStagingUnitOfWork.of)
+    return command_router(ctx, ROUTES, PgStagingUnitOfWork.of)

@@ -1,28 +1,35 @@
-"""What staging's use cases ask of storage: the case pin, the ledger's facts, and the proposals it stores."""
+"""What staging's use cases ask of storage: one read of everything a call depends on, and one write."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from services.staging.domain import Proposal
-from shared.ledger import LedgerFacts, References
+from services.staging.domain import Proposal, StageFacts
+from shared.ledger import References
 from shared.uow import UnitOfWork
 
-
-class CasePins(Protocol):
-    async def pin(self, case_id: str) -> int | None:
-        """The case's revision, held so that no decision moves it until the unit of work ends."""
+STORED, REPLAYED = "stored", "replayed"
 
 
-class LedgerReader(Protocol):
-    async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts: ...
+class LedgerMoved(Exception):
+    """A decision moved the case between a call's check and its write: check again, then write."""
+
+
+class StageReads(Protocol):
+    async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
+                          digest: str) -> StageFacts | None:
+        """The case's revision and the facts a call needs (None when there is no such case)."""
 
 
 class Proposals(Protocol):
-    async def add(self, proposal: Proposal) -> None: ...
+    def add(self, proposal: Proposal) -> None:
+        """Queue the proposal; the unit of work's commit writes it with its event."""
 
 
 class StagingUnitOfWork(UnitOfWork):
-    cases: CasePins
-    ledger: LedgerReader
+    """Commit writes the queued proposal and its events in one statement, on one condition: the case is
+    still at the revision the call was checked against (else LedgerMoved). It returns STORED, or
+    (REPLAYED, proposal id) when an identical call of the same agent stored first."""
+
+    ledger: StageReads
     proposals: Proposals

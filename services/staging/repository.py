@@ -1,57 +1,137 @@
-"""Persistence for staging: the case pin and proposal rows, in one PostgreSQL unit of work."""
+"""Persistence for staging: one read and one write per stage call, straight on asyncpg (two round trips)."""
 
 from __future__ import annotations
 
-from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from typing import Any
 
-from services.staging.domain import Proposal
-from services.staging.ports import StagingUnitOfWork
-from shared.db.queries import SqlLedgerReader, lock_case_shared
-from shared.db.tables import cases, proposal_items, proposals
-from shared.uow import SqlUnitOfWork
+import asyncpg
+
+from services.staging.domain import CHANGED_IDS, Prior, Proposal, StageFacts
+from services.staging.ports import REPLAYED, STORED, LedgerMoved, StagingUnitOfWork
+from shared import outbox
+from shared.db.session import Database
+from shared.events import Event, Origin
+from shared.ledger import VERDICT, ClaimFact, LedgerFacts, RecordHistory, References
+from shared.service import Meta, ServiceContext, origin
+
+# Everything a stage call is checked against, in one statement: the case's revision; each named record
+# with its status and when it came and went; the active verdict and when the verdict slot last changed;
+# an identical earlier call of the agent; and, when the case moved on since the pin, a digest of the change
+# log in between (per kind of change: a count and the first ids). Indexed reads only.
+STAGE_FACTS = f"""
+SELECT c.revision,
+  (SELECT coalesce(jsonb_agg(jsonb_build_array(source_id, status, revision, ended_revision)), '[]')
+     FROM sources WHERE case_id = $1 AND source_id = ANY($2::text[])) AS sources,
+  (SELECT coalesce(jsonb_agg(jsonb_build_array(claim_id, kind, status, revision, ended_revision)), '[]')
+     FROM claims WHERE case_id = $1 AND (claim_id = ANY($3::text[])
+       OR (kind = '{VERDICT}' AND (status = 'active' OR ended_revision > $6)))) AS claims,
+  (SELECT coalesce(jsonb_agg(jsonb_build_array(relation_id, status, revision, ended_revision)), '[]')
+     FROM relations WHERE case_id = $1 AND relation_id = ANY($4::text[])) AS relations,
+  (SELECT coalesce(jsonb_agg(jsonb_build_array(group_id, status, revision, ended_revision)), '[]')
+     FROM merge_groups WHERE case_id = $1 AND group_id = ANY($5::text[])) AS groups,
+  (SELECT jsonb_build_array(p.proposal_id, p.kind, p.pinned_revision, coalesce(p.staged_revision, p.pinned_revision),
+          (SELECT jsonb_agg(i.item_id ORDER BY i.position) FROM proposal_items i WHERE i.proposal_id = p.proposal_id))
+     FROM proposals p WHERE p.agent_name = $7 AND p.request_digest = $8) AS prior,
+  CASE WHEN c.revision > $6 THEN (
+    SELECT coalesce(jsonb_object_agg(kind, jsonb_build_object('count', n, 'first', to_jsonb(first))), '{{}}')
+    FROM (SELECT change.key AS kind, count(*) AS n,
+                 (array_agg(coalesce(record->>'id', record->>'groupId') ORDER BY log.revision))[1:$9] AS first
+          FROM change_log log, jsonb_each(log.changes) AS change, jsonb_array_elements(change.value) AS record
+          WHERE log.case_id = $1 AND log.revision > $6
+          GROUP BY change.key) AS digest) END AS since_pin
+FROM cases c WHERE c.case_id = $1
+"""
+
+STAGE_WRITE = "SELECT outcome, proposal_id::text FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, " \
+              "$11, $12, $13, $14, $15)"
 
 
-class SqlCasePins:
-    def __init__(self, connection: AsyncConnection) -> None:
+class PgStageReads:
+    def __init__(self, connection: asyncpg.Connection, changed_ids: int) -> None:
         self.connection = connection
+        self.changed_ids = changed_ids
 
-    async def pin(self, case_id: str) -> int | None:
-        """The case's revision, with the case locked shared: no decision can bump it until this call ends."""
-        await lock_case_shared(self.connection, case_id)
-        row = await self.connection.execute(select(cases.c.revision).where(cases.c.case_id == case_id))
-        return row.scalar_one_or_none()
-
-
-class SqlProposals:
-    def __init__(self, connection: AsyncConnection) -> None:
-        self.connection = connection
-
-    async def add(self, proposal: Proposal) -> None:
-        await self.connection.execute(
-            insert(proposals).values(
-                proposal_id=proposal.proposal_id,
-                case_id=proposal.case_id,
-                kind=proposal.kind,
-                pinned_revision=proposal.pinned_revision,
-                agent_name=proposal.agent_name,
-                token_id=proposal.token_id,
-                correlation_id=proposal.correlation_id,
-                item_count=len(proposal.items),
-            )
+    async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
+                          digest: str) -> StageFacts | None:
+        row = await self.connection.fetchrow(
+            STAGE_FACTS, case_id, list(refs.sources), list(refs.claims), list(refs.relations), list(refs.groups),
+            pin, agent, digest, self.changed_ids,
         )
-        await self.connection.execute(
-            insert(proposal_items),
-            [
-                {"proposal_id": proposal.proposal_id, "item_id": item_id, "position": i, "payload": payload}
-                for i, (item_id, payload) in enumerate(proposal.items)
-            ],
+        if row is None:
+            return None
+        facts = LedgerFacts(revision=row["revision"])
+        for source_id, status, introduced, ended in row["sources"]:
+            facts.sources[source_id] = status
+            facts.history[("source", source_id)] = RecordHistory(status, introduced, ended)
+        for claim_id, kind, status, introduced, ended in row["claims"]:
+            if kind == VERDICT:
+                facts.verdict_slot_changed = max(facts.verdict_slot_changed, introduced, ended or 0)
+            if claim_id in refs.claims or status == "active":
+                facts.claims[claim_id] = ClaimFact(kind, status)
+                facts.history[("claim", claim_id)] = RecordHistory(status, introduced, ended)
+        for record, table, rows in (("relation", facts.relations, row["relations"]),
+                                    ("group", facts.groups, row["groups"])):
+            for record_id, status, introduced, ended in rows:
+                table.add(record_id)
+                facts.history[(record, record_id)] = RecordHistory(status, introduced, ended)
+        prior = Prior(*row["prior"][:4], item_ids=row["prior"][4] or []) if row["prior"] else None
+        return StageFacts(row["revision"], facts, prior, row["since_pin"] or {})
+
+
+class PgProposals:
+    def __init__(self) -> None:
+        self.queued: Proposal | None = None
+
+    def add(self, proposal: Proposal) -> None:
+        self.queued = proposal
+
+    async def write(self, connection: asyncpg.Connection, events: list[Event]) -> Any:
+        proposal = self.queued
+        assert proposal is not None and len(events) == 1, "a stage call stores one proposal and one event"
+        (event,) = events
+        outcome, proposal_id = await connection.fetchrow(
+            STAGE_WRITE, proposal.case_id, proposal.staged_revision, proposal.proposal_id, proposal.kind,
+            proposal.pinned_revision, proposal.agent_name, proposal.token_id, proposal.correlation_id,
+            proposal.request_digest, [list(item) for item in proposal.items], event.event_id, event.subject,
+            event.event_type.value, event.envelope, outbox.headers(event),
         )
+        if outcome == "moved":
+            raise LedgerMoved
+        return STORED if outcome == STORED else (REPLAYED, proposal_id)
 
 
-class SqlStagingUnitOfWork(SqlUnitOfWork, StagingUnitOfWork):
-    def bind(self, connection: AsyncConnection) -> None:
-        self.cases = SqlCasePins(connection)
-        self.ledger = SqlLedgerReader(connection)
-        self.proposals = SqlProposals(connection)
+class PgStagingUnitOfWork(StagingUnitOfWork):
+    """Two round trips: the read, and the write at commit; no transaction is opened around them (the write
+    is one statement, and the read needs no lock: the write checks the revision again under the lock)."""
+
+    def __init__(self, db: Database, origin: Origin, changed_ids: int) -> None:
+        super().__init__(origin)
+        self.db = db
+        self.changed_ids = changed_ids
+        self.connection: asyncpg.Connection | None = None
+        self.proposals = PgProposals()
+
+    @classmethod
+    def of(cls, ctx: ServiceContext, meta: Meta) -> PgStagingUnitOfWork:
+        return cls(ctx.db, origin(ctx, meta), CHANGED_IDS)
+
+    async def _begin(self, read_only: bool = False) -> None:
+        self.connection = await (await self.db.pool()).acquire()
+        self.ledger = PgStageReads(self.connection, self.changed_ids)
+        self.proposals = PgProposals()
+
+    async def _commit(self, events: list[Event]) -> Any:
+        assert self.connection is not None
+        try:
+            return await self.proposals.write(self.connection, events)
+        finally:
+            await self._release()
+
+    async def _rollback(self) -> None:
+        await self._release()
+
+    async def _release(self) -> None:
+        if self.connection is not None:
+            connection, self.connection = self.connection, None
+            await (await self.db.pool()).release(connection)
 

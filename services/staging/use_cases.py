@@ -5,32 +5,64 @@ from __future__ import annotations
 from typing import Any
 
 from services.staging import domain
-from services.staging.ports import StagingUnitOfWork
+from services.staging.ports import REPLAYED, LedgerMoved, StagingUnitOfWork
 from shared.contracts import Pinned, ToolRequest
 from shared.events import ProposalStaged, case
 from shared.kinds import ItemKind
 from shared.ledger import References
 
+# A decision committing between a call's check and its write makes the call check again; this many times
+# at most, which only a case moving on every few milliseconds could exhaust.
+ATTEMPTS = 5
+
 
 async def stage(kind: ItemKind, request: ToolRequest[Pinned], uow: StagingUnitOfWork) -> dict[str, Any]:
-    """Store the call as one pending proposal, or refuse it and store nothing."""
-    args = request.args
-    case_id = args.expected_case_id
+    """Store the call as one pending proposal — rebased when the ledger moved on in nothing it depends
+    on — or refuse it and store nothing; an identical repeat returns the first proposal."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await _stage_once(kind, request, uow)
+        except LedgerMoved:
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _stage_once(kind: ItemKind, request: ToolRequest[Pinned], uow: StagingUnitOfWork) -> dict[str, Any]:
+    args, agent = request.args, request.actor.name
+    case_id, pin = args.expected_case_id, args.expected_revision
+    items = kind.items_of(args)
+    digest = domain.request_digest(kind, args)
     async with uow:
-        revision = await uow.cases.pin(case_id)
-        if revision is None:
+        found = await uow.ledger.stage_facts(case_id, pin, References.union(map(kind.references, items)), agent,
+                                             digest)
+        if found is None:
             raise domain.no_case(case_id)
+        revision = found.revision
         domain.check_pin(expected_case_id=case_id, discovered_case_id=request.discovered_case_id,
-                         expected_revision=args.expected_revision, revision=revision)
-        refs = References.union(kind.references(item) for item in kind.items_of(args))
-        facts = await uow.ledger.facts(case_id, revision, refs)
-        if problems := kind.problems(args, facts):
+                         expected_revision=pin, revision=revision)
+        if found.prior is not None:
+            return _replayed(case_id, found.prior, revision)
+        problems = kind.problems(args, found.facts)
+        if changes := domain.changed_since_pin(kind, items, found.facts, pin):
+            raise domain.stale(changes, problems, pin, revision)
+        if problems:
             raise domain.refusal(problems)
         proposal = domain.new_proposal(kind, args, revision=revision, actor=request.actor,
-                                       correlation_id=uow.origin.correlation_id)
-        await uow.proposals.add(proposal)
-        uow.emit(case(case_id), ProposalStaged(case_id=case_id, proposal_id=proposal.proposal_id, kind=kind.name,
-                                               item_ids=proposal.item_ids, agent=request.actor.name,
-                                               pinned_revision=revision), revision=revision)
-        await uow.commit()
-    return domain.staged_view(proposal)
+                                       correlation_id=uow.origin.correlation_id, digest=digest)
+        uow.proposals.add(proposal)
+        uow.emit(case(case_id), ProposalStaged(
+            case_id=case_id, proposal_id=proposal.proposal_id, kind=kind.name, item_ids=proposal.item_ids,
+            agent=agent, pinned_revision=pin, staged_revision=revision,
+        ), revision=revision)
+        outcome = await uow.commit()
+    if isinstance(outcome, tuple) and outcome[0] == REPLAYED:  # an identical call stored first, just now
+        return domain.staged_view(case_id, outcome[1], kind.name, proposal.item_ids, pinned=pin, revision=revision,
+                                  replayed=True)
+    return domain.staged_view(case_id, proposal.proposal_id, kind.name, proposal.item_ids, pinned=pin,
+                              revision=revision, since_pin=found.since_pin)
+
+
+def _replayed(case_id: str, prior: domain.Prior, revision: int) -> dict[str, Any]:
+    return domain.staged_view(case_id, prior.proposal_id, prior.kind, prior.item_ids, pinned=prior.pinned_revision,
+                              revision=revision, replayed=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import asyncpg
+import orjson
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -36,14 +39,36 @@ def create_engine(url: str, *, pool_size: int = 10, application_name: str = "thr
 
 
 class Database:
-    """The service's handle on PostgreSQL."""
+    """The service's handle on PostgreSQL: a SQLAlchemy engine, and for hot paths a plain asyncpg pool."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, url: str | None = None, pool_size: int = 10,
+                 application_name: str = "threadline") -> None:
         self.engine = engine
+        self.url = url
+        self.pool_size = pool_size
+        self.application_name = application_name
+        self._pool: asyncpg.Pool | None = None
+        self._pool_lock = asyncio.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, pool_size: int = 10, application_name: str = "threadline") -> Database:
-        return cls(create_engine(url, pool_size=pool_size, application_name=application_name))
+        return cls(create_engine(url, pool_size=pool_size, application_name=application_name), url=url,
+                   pool_size=pool_size, application_name=application_name)
+
+    async def pool(self) -> asyncpg.Pool:
+        """The asyncpg pool for statements that must cost one round trip each: prepared once per
+        connection, JSON decoded with orjson, and no reset round trip when a connection is released
+        (its users leave no session state behind: transaction-scoped locks only)."""
+        if self._pool is None:
+            async with self._pool_lock:
+                if self._pool is None:
+                    assert self.url is not None, "a Database built from an engine alone has no asyncpg pool"
+                    self._pool = await asyncpg.create_pool(
+                        asyncpg_dsn(self.url), min_size=1, max_size=self.pool_size, init=_json_codecs,
+                        reset=_no_reset,
+                        server_settings={"application_name": self.application_name, "timezone": "UTC"},
+                    )
+        return self._pool
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -60,4 +85,20 @@ class Database:
                 yield connection
 
     async def dispose(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         await self.engine.dispose()
+
+
+async def _json_codecs(connection: asyncpg.Connection) -> None:
+    for name in ("json", "jsonb"):
+        await connection.set_type_codec(name, schema="pg_catalog", encoder=_dumps, decoder=orjson.loads)
+
+
+def _dumps(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+async def _no_reset(connection: asyncpg.Connection) -> None:
+    """Released connections are returned as they are (see Database.pool)."""

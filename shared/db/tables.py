@@ -214,13 +214,19 @@ proposals = Table(  # writer: staging — immutable once stored
     Column("case_id", Text, ForeignKey("cases.case_id"), nullable=False),
     Column("kind", Text, nullable=False),
     Column("pinned_revision", BigInteger, nullable=False),
+    # The revision the call was checked against and stored at: its pin, or the newer one it was rebased onto.
+    Column("staged_revision", BigInteger),
     Column("agent_name", Text, nullable=False),
     Column("token_id", UUID(as_uuid=False)),
     Column("correlation_id", Text),
     Column("item_count", Integer, nullable=False),
+    # The digest of the call (case, pin, items as canonical JSON): an identical repeat returns this proposal.
+    Column("request_digest", Text),
     _now(),
 )
 Index("ix_proposals_case_created", proposals.c.case_id, proposals.c.created_at)
+Index("uq_proposals_agent_request", proposals.c.agent_name, proposals.c.request_digest, unique=True,
+      postgresql_where=text("request_digest IS NOT NULL"))
 
 proposal_items = Table(  # writer: staging — immutable once stored
     "proposal_items",
@@ -245,8 +251,12 @@ decisions = Table(  # writer: review
     Column("refused", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     Column("correlation_id", Text),
     Column("decided_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The digest of the request (items, note, expected revision): an identical repeat returns this decision.
+    Column("request_digest", Text),
 )
 Index("ix_decisions_case", decisions.c.case_id, decisions.c.decided_at)
+Index("uq_decisions_request", decisions.c.proposal_id, decisions.c.reviewer, decisions.c.request_digest,
+      unique=True, postgresql_where=text("request_digest IS NOT NULL"))
 
 item_decisions = Table(  # writer: review — the primary key makes every item decided at most once
     "item_decisions",

@@ -12,6 +12,20 @@ SPEC_DIR = Path(__file__).parent
 SPEC_FILES = ("threadline-tools.json", "prism-tools.json")  # the contract, verbatim from ../shared/spec
 EXTENSION_FILES = ("company-context-tool.json",)  # tools Threadline adds, in the spec's style
 
+# The title `tools/list` shows a host for a spec tool that carries none of its own (names, descriptions
+# and input schemas are served verbatim; MCP 2025-11-25 gives every tool a human-readable title).
+TITLES = {
+    "get_workspace": "Get workspace",
+    "inspect_sources": "Inspect sources",
+    "stage_sources": "Stage sources",
+    "stage_claims": "Stage claims",
+    "stage_relations": "Stage relations",
+    "stage_merge": "Stage merge groups",
+    "stage_verdict": "Stage verdict",
+    "set_focus": "Set focus",
+}
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -52,7 +66,7 @@ def load_family(file_name: str) -> list[ToolSpec]:
             kind=tool["kind"],
             description=tool["description"],
             input_schema=_served_schema(tool["inputSchema"]),
-            title=tool.get("title"),
+            title=tool.get("title") or TITLES.get(tool["name"]),
             notes={key: tool[key] for key in notes_keys if key in tool} or None,
         )
         for tool in document["tools"]

@@ -221,13 +221,21 @@ async def refused_storing_nothing(agent, tool, arguments):
     return error
 
 
-async def test_a_call_pinned_to_an_old_revision_is_refused(stack):
+async def test_a_call_pinned_behind_is_rebased_unless_what_it_cites_came_after_its_pin(stack):
     async with agent_session(stack) as agent:
-        await seed(agent, sources=1)
-        error = await refused_storing_nothing(agent, "stage_sources", {
+        later = (await seed(agent, sources=1))["sources"][0]  # revision 1: after a pin at 0
+        rebased = await agent.ok("stage_sources", {
             "expectedCaseId": agent.case_id, "expectedRevision": 0, "sources": [source_item("late")]})
+        assert (rebased["pinnedRevision"], rebased["workspaceRevision"]) == (0, 1)
+        assert rebased["rebased"]["changes"]["sourcesAdded"] == {"count": 1, "first": [later]}
+        error = await refused_storing_nothing(agent, "stage_claims", {
+            "expectedCaseId": agent.case_id, "expectedRevision": 0, "claims": [claim_item("too-soon", [later])]})
         assert error["code"] == "stale_revision" and error["field"] == "expectedRevision"
         assert error["details"]["currentRevision"] == 1 and "get_workspace" in error["hint"]
+        assert error["details"]["changed"] == [{"record": "source", "id": later, "change": "created", "revision": 1}]
+        ahead = await refused_storing_nothing(agent, "stage_sources", {
+            "expectedCaseId": agent.case_id, "expectedRevision": 2, "sources": [source_item("early")]})
+        assert ahead["code"] == "stale_revision" and ahead["details"]["currentRevision"] == 1
 
 
 async def test_a_call_naming_another_case_is_refused(stack):

@@ -18,6 +18,7 @@ from shared.contracts import Actor, DecideDelta
 from shared.db.tables import delta_operations
 from shared.errors import InvalidArgument
 from shared.spec import SPEC_DIR, SPEC_FILES
+from shared.spec.tools import TITLES
 from shared.subjects import Command
 from tests.events import stream_events, wait_until_published
 from tests.factories import new_company, preview_args, previewed_and_committed, unique
@@ -72,7 +73,7 @@ async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(s
     for tool, spec in zip(served, expected, strict=False):
         assert (tool.name, tool.description, tool.input_schema) == (spec["name"], spec["description"],
                                                                    spec["inputSchema"])
-        assert tool.title == spec.get("title")
+        assert tool.title == spec.get("title", TITLES.get(spec["name"])) and tool.title  # every tool has one
     extra = served[-1]
     assert extra.annotations.read_only_hint is True
     assert extra.input_schema["additionalProperties"] is False
@@ -82,7 +83,7 @@ async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(s
     for tool, spec in zip(wire, expected, strict=False):
         assert canonical(tool["inputSchema"]) == canonical(spec["inputSchema"]), tool["name"]
         assert tool["description"] == spec["description"]
-        assert tool.get("title") == spec.get("title"), tool["name"]  # served when, and as, the spec has one
+        assert tool.get("title") == spec.get("title", TITLES.get(spec["name"])), tool["name"]  # the spec's, else ours
     assert wire[len(expected) - 1]["title"] == "Propose claim delta"
 
 

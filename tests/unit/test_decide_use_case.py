@@ -86,3 +86,15 @@ async def test_a_new_verdict_supersedes_the_old_one_and_ends_its_links():
     changes = store.events("threadline.ledger.changed")[-1]["data"]["changes"]
     assert changes["superseded"] == [{"record": "claim", "id": "v1", "supersededBy": "v2"}]
     assert changes["claimsAdded"][0]["bases"] == ["r2"]
+
+
+async def test_an_identical_decision_sent_again_returns_the_recorded_one_even_after_the_ledger_moved():
+    store = ledger()
+    proposal = await staged(store, kinds.SOURCES, sources=[source_item("s2"), source_item("s3")])
+    first = await decide(decision(proposal, 0, accept=["s2"], note="primary"), FakeReviewUnitOfWork(store))
+    other = await staged(store, kinds.SOURCES, sources=[source_item("s4")])
+    await decide(decision(other, 1, accept=["s4"]), FakeReviewUnitOfWork(store))
+    again = await decide(decision(proposal, 0, accept=["s2"], note="primary"), FakeReviewUnitOfWork(store))
+    assert again["decisionId"] == first["decisionId"] and again["replayed"] is True
+    assert (again["revision"], again["accepted"]) == (1, ["s2"])
+    assert len(store.decisions) == 2 and store.cases["case-a"]["revision"] == 2

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from services.review.use_cases import decide
 from services.staging.use_cases import stage
 from shared import kinds
-from shared.contracts import Actor, ToolRequest
+from shared.contracts import Actor, Decide, ToolRequest
 from shared.errors import InvalidArgument, StaleRevision, WrongCase
-from tests.factories import claim_item, relation_item, verdict_claim
-from tests.fakes import FakeStagingUnitOfWork, Store
+from tests.factories import claim_item, relation_item, source_item, verdict_claim
+from tests.fakes import FakeReviewUnitOfWork, FakeStagingUnitOfWork, Store
 
 AGENT = Actor(name="agent-a", role="agent", token_id="00000000-0000-4000-8000-000000000001")
+REVIEWER = Actor(name="rita", role="reviewer")
 
 
 def ledger(revision: int = 2) -> Store:
@@ -53,16 +55,52 @@ async def test_every_misfit_of_the_call_is_named_in_one_refusal_and_nothing_is_s
     assert store.proposals == {} and store.outbox == []
 
 
-async def test_a_call_pinned_to_another_revision_or_case_is_refused():
+async def test_a_call_pinned_ahead_of_the_case_or_to_another_case_is_refused():
     store = ledger(revision=3)
     relation = {"relations": [relation_item("r1", "c1", "c2")]}
     with pytest.raises(StaleRevision) as stale:
-        await stage(kinds.RELATIONS, call(kinds.RELATIONS, revision=2, **relation), FakeStagingUnitOfWork(store))
+        await stage(kinds.RELATIONS, call(kinds.RELATIONS, revision=4, **relation), FakeStagingUnitOfWork(store))
     assert stale.value.details == {"currentRevision": 3}
     with pytest.raises(WrongCase):
         await stage(kinds.RELATIONS, call(kinds.RELATIONS, revision=3, discovered="case-b", **relation),
                     FakeStagingUnitOfWork(store))
     assert store.outbox == []
+
+
+async def test_a_call_pinned_behind_is_rebased_when_nothing_it_depends_on_changed():
+    store = ledger()
+    moved = await stage(kinds.SOURCES, call(kinds.SOURCES, sources=[source_item("s9")]), FakeStagingUnitOfWork(store))
+    await decide(Decide(actor=REVIEWER, proposal_id=moved["proposalId"], accept=["s9"], expected_revision=2),
+                 FakeReviewUnitOfWork(store))
+    answer = await stage(kinds.CLAIMS, call(kinds.CLAIMS, revision=2, claims=[claim_item("c3", ["s1"])]),
+                         FakeStagingUnitOfWork(store))
+    assert (answer["pinnedRevision"], answer["workspaceRevision"]) == (2, 3)
+    assert answer["rebased"]["changes"] == {"sourcesAdded": {"count": 1, "first": ["s9"]}}
+    staged = store.events("threadline.proposal.staged")[-1]
+    assert staged["revision"] == 3 and staged["data"]["pinnedRevision"] == 2 and staged["data"]["stagedRevision"] == 3
+
+
+async def test_a_call_whose_cited_record_changed_after_its_pin_is_refused_naming_it():
+    store = ledger(revision=5)
+    store.records[("case-a", "claim", "c1")].update(status="retired", ended=4)  # retired after the pin
+    store.add_record("case-a", "source", "s-new", revision=5)  # created after the pin
+    with pytest.raises(StaleRevision) as stale:
+        await stage(kinds.RELATIONS, call(kinds.RELATIONS, revision=3,
+                                          relations=[relation_item("r1", "c1", "c2")]), FakeStagingUnitOfWork(store))
+    assert stale.value.details["changed"] == [{"record": "claim", "id": "c1", "change": "retired", "revision": 4}]
+    with pytest.raises(StaleRevision) as stale:
+        await stage(kinds.CLAIMS, call(kinds.CLAIMS, revision=3, claims=[claim_item("c9", ["s1", "s-new"])]),
+                    FakeStagingUnitOfWork(store))
+    assert "source 's-new' created at revision 5" in stale.value.message
+    assert store.proposals == {} and store.outbox == []
+
+
+async def test_an_identical_call_returns_the_first_proposal_and_stores_nothing_new():
+    store = ledger()
+    first = await stage(kinds.CLAIMS, call(kinds.CLAIMS, claims=[claim_item("c3", ["s1"])]), FakeStagingUnitOfWork(store))
+    again = await stage(kinds.CLAIMS, call(kinds.CLAIMS, claims=[claim_item("c3", ["s1"])]), FakeStagingUnitOfWork(store))
+    assert again["proposalId"] == first["proposalId"] and again["replayed"] is True
+    assert len(store.proposals) == 1 and len(store.events("threadline.proposal.staged")) == 1
 
 
 async def test_a_verdict_is_one_item_named_by_its_claim():
