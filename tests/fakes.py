@@ -8,17 +8,26 @@ transaction would. Committed events land in `store.outbox`.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
+from services.projection.company_context import get_company_context
+from services.projection.ports import ProjectionUnitOfWork
 from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.ports import ReviewUnitOfWork
 from services.staging.domain import Prior, Proposal, StageFacts
 from services.staging.ports import REPLAYED, STORED, StagingUnitOfWork
+from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisClaim, ThesisStep
+from services.thesis_delta.ports import ThesisUnitOfWork
+from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
+from shared.errors import Unavailable
 from shared.events import Event, LedgerChanged, Origin
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, RecordHistory, References
+from shared.replies import CompanyContext
 from shared.subjects import Subjects
 from shared.uow import UnitOfWork
 
@@ -249,3 +258,195 @@ class FakeCaseUnitOfWork(FakeUnitOfWork, StagingUnitOfWork, ReviewUnitOfWork):
 
 
 FakeStagingUnitOfWork = FakeReviewUnitOfWork = FakeCaseUnitOfWork
+
+
+# --- theses: companies, their claims, source files and delta operations, and the projection's context ----
+
+
+@dataclass
+class CompanyStore(Store):
+    """The thesis tables as plain data beside the case records (deep-copied for rollback like the rest)."""
+
+    companies: dict[str, Company] = field(default_factory=dict)
+    thesis_claims: dict[str, dict[str, ThesisClaim]] = field(default_factory=dict)  # company → claims, oldest first
+    claim_history: list[dict[str, Any]] = field(default_factory=list)
+    source_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # file, text, added_at
+    operations: dict[str, Operation] = field(default_factory=dict)
+
+    def add_company(self, ticker: str = "ACME", name: str = "Acme plc") -> Company:
+        company = Company(str(uuid.uuid4()), ticker, name, 0)
+        self.companies[company.company_id] = company
+        self.thesis_claims[company.company_id] = {}
+        return company
+
+    def add_thesis_claim(self, company_id: str, text: str, label: str = "INFERRED", section: str = "Growth",
+                         source_url: str | None = None) -> ThesisClaim:
+        company = self.companies[company_id] = replace(self.companies[company_id],
+                                                       thesis_revision=self.companies[company_id].thesis_revision + 1)
+        claim = ThesisClaim(str(uuid.uuid4()), text, label, section, source_url, ACTIVE, company.thesis_revision)
+        self.thesis_claims[company_id][claim.claim_id] = claim
+        return claim
+
+    def add_source_file(self, company_id: str, title: str = "Q3 report", url: str = "https://example.org/q3",
+                        text: str = "Revenue grew 14%.") -> SourceFile:
+        source = SourceFile(str(uuid.uuid4()), company_id, title, url, len(text))
+        self.source_files[source.source_file_id] = {"file": source, "text": text, "added_at": self.clock}
+        return source
+
+
+class ThesisRecords:
+    """A fake thesis repository: a view of the store's thesis tables."""
+
+    def __init__(self, store: CompanyStore) -> None:
+        self.store = store
+
+
+class FakeCompanies(ThesisRecords):
+    async def get(self, company_id: str, *, lock: bool = False) -> Company | None:
+        return self.store.companies.get(company_id)
+
+    async def by_ticker(self, ticker: str) -> Company | None:
+        return next((c for c in self.store.companies.values() if c.ticker == ticker), None)
+
+    async def add(self, company: Company, created_by: str) -> bool:
+        if company.company_id in self.store.companies or await self.by_ticker(company.ticker):
+            return False
+        self.store.companies[company.company_id] = company
+        self.store.thesis_claims[company.company_id] = {}
+        return True
+
+    async def bump(self, company_id: str) -> int:
+        company = self.store.companies[company_id]
+        self.store.companies[company_id] = replace(company, thesis_revision=company.thesis_revision + 1)
+        return company.thesis_revision + 1
+
+    async def listed(self, ticker: str | None) -> list[tuple[Company, int]]:
+        def committed(company: Company) -> int:
+            return sum(1 for o in self.store.operations.values()
+                       if o.company_id == company.company_id and o.status == "committed")
+
+        chosen = [c for c in self.store.companies.values() if ticker is None or c.ticker == ticker.upper()]
+        return [(c, committed(c)) for c in sorted(chosen, key=lambda c: c.ticker)]
+
+    # the projection's read of the same records (its Theses port), so the fake context is the real use case's
+    async def company(self, company_id: str | None, ticker: str | None) -> Company | None:
+        return await self.get(company_id) if company_id else await self.by_ticker(ticker)
+
+    async def thesis_claims_of(self, company_id: str) -> list[ThesisClaim]:
+        claims = list(self.store.thesis_claims[company_id].values())
+        return sorted(claims, key=lambda c: c.section)  # stable: oldest first within a section
+
+    async def source_files_of(self, company_id: str) -> list[Any]:
+        files = [f for f in self.store.source_files.values() if f["file"].company_id == company_id]
+        return [SimpleNamespace(**vars(f["file"]), length=f["file"].characters, created_at=f["added_at"])
+                for f in reversed(files)]
+
+    async def deltas_of(self, company_id: str, statuses: tuple[str, ...], newest_by: str,
+                        limit: int) -> tuple[list[Operation], int]:
+        chosen = [o for o in self.store.operations.values() if o.company_id == company_id and o.status in statuses]
+        chosen.sort(key=lambda o: getattr(o, newest_by), reverse=True)
+        return chosen[:limit], len(chosen)
+
+
+class FakeThesisClaims(ThesisRecords):
+    async def of(self, company_id: str) -> dict[str, ThesisClaim]:
+        return dict(self.store.thesis_claims[company_id])
+
+    async def by_ids(self, company_id: str, claim_ids: Sequence[str]) -> list[ThesisClaim]:
+        claims = self.store.thesis_claims[company_id]
+        return [claims[claim_id] for claim_id in claim_ids if claim_id in claims]
+
+    async def add(self, step: ThesisStep, claim_id: str, claim: dict[str, Any]) -> None:
+        self.store.thesis_claims[step.company_id][claim_id] = ThesisClaim(
+            claim_id, claim["text"], claim["label"], claim["section"], claim.get("sourceUrl"), ACTIVE, step.revision)
+        self._history(step, claim_id, "add", None, {**claim, "claimId": claim_id})
+
+    async def update(self, step: ThesisStep, claim_id: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+        self._change(step, claim_id, text=after["text"], label=after["label"], section=after["section"],
+                     source_url=after.get("sourceUrl"))
+        self._history(step, claim_id, "update", before, after)
+
+    async def retire(self, step: ThesisStep, claim_id: str, before: dict[str, Any]) -> None:
+        self._change(step, claim_id, status="retired")
+        self._history(step, claim_id, "retire", before, None)
+
+    def _change(self, step: ThesisStep, claim_id: str, **values: Any) -> None:
+        claims = self.store.thesis_claims[step.company_id]
+        claims[claim_id] = replace(claims[claim_id], **values, revision=step.revision)
+
+    def _history(self, step: ThesisStep, claim_id: str, action: str, before: Any, after: Any) -> None:
+        self.store.claim_history.append({"claimId": claim_id, "revision": step.revision, "action": action,
+                                         "before": before, "after": after, "actor": step.actor,
+                                         "operationId": step.operation_id})
+
+
+class FakeSourceFiles(ThesisRecords):
+    async def get(self, source_file_id: str) -> SourceFile | None:
+        found = self.store.source_files.get(source_file_id)
+        return found["file"] if found else None
+
+    async def add(self, source: SourceFile, text: str, created_by: str) -> None:
+        self.store.source_files[source.source_file_id] = {"file": replace(source, characters=len(text)), "text": text,
+                                                          "added_at": self.store.clock}
+
+    async def of(self, company_id: str) -> list[SourceFile]:
+        return [f["file"] for f in self.store.source_files.values() if f["file"].company_id == company_id]
+
+
+class FakeOperations(ThesisRecords):
+    async def get(self, operation_id: str, *, lock: bool = False) -> Operation | None:
+        return self.store.operations.get(operation_id)
+
+    async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None:
+        return next((o for o in self.store.operations.values()
+                     if (o.company_id, o.caller, o.idempotency_key) == (company_id, caller, key)), None)
+
+    async def add(self, operation: Operation) -> bool:
+        if await self.by_key(operation.company_id, operation.caller, operation.idempotency_key):
+            return False
+        self.store.operations[operation.operation_id] = operation
+        return True
+
+    async def save(self, operation: Operation) -> None:
+        self.store.operations[operation.operation_id] = operation
+
+    async def of(self, company_id: str, status: str | None, limit: int = 100) -> list[Operation]:
+        chosen = [o for o in self.store.operations.values()
+                  if o.company_id == company_id and status in (None, o.status)]
+        return sorted(chosen, key=lambda o: o.created_at, reverse=True)[:limit]
+
+
+class FakeProjectionUnitOfWork(FakeUnitOfWork, ProjectionUnitOfWork):
+    """Only what get_company_context reads: the thesis records (`theses`)."""
+
+    def __init__(self, store: CompanyStore) -> None:
+        super().__init__(store)
+        self.theses = FakeCompanies(store)
+
+
+class FakeCompanyContexts:
+    """The projection's answer, made by its own get_company_context over the store; `unavailable` (a reason)
+    stands for a projection that does not answer."""
+
+    def __init__(self, store: CompanyStore, unavailable: str | None = None) -> None:
+        self.store = store
+        self.unavailable = unavailable
+
+    async def of(self, company_id: str, actor: Actor) -> CompanyContext:
+        if self.unavailable:
+            raise Unavailable(self.unavailable)
+        request = ToolRequest(actor=actor, args=GetCompanyContextArgs(company_id=company_id))
+        return CompanyContext.model_validate(await get_company_context(request, FakeProjectionUnitOfWork(self.store)))
+
+
+class FakeThesisUnitOfWork(FakeUnitOfWork, ThesisUnitOfWork):
+    """Thesis-delta's unit of work over a CompanyStore; the secret, the TTL and the store's clock are the test's."""
+
+    def __init__(self, store: CompanyStore, *, ttl: timedelta = timedelta(hours=1),
+                 contexts: FakeCompanyContexts | None = None, origin: Origin | None = None) -> None:
+        super().__init__(store, origin)
+        self.secret = b"test-secret"
+        self.operation_ttl = ttl
+        self.contexts = contexts or FakeCompanyContexts(store)
+        self.companies, self.claims = FakeCompanies(store), FakeThesisClaims(store)
+        self.source_files, self.operations = FakeSourceFiles(store), FakeOperations(store)

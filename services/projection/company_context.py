@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from services.projection import domain
 from services.projection.ports import ProjectionUnitOfWork
 from shared.contracts import GetCompanyContextArgs, ToolRequest
 from shared.errors import NotFound
+from shared.replies import (
+    CompanyContext,
+    ContextClaim,
+    ContextSourceFile,
+    EvidenceHealth,
+    Listed,
+    Newest,
+    PendingDelta,
+    ReviewedDelta,
+)
 
 THESIS_CLAIMS_CAP = 100
 RETIRED_CLAIMS_CAP = 20
 SOURCE_FILES_CAP = 30
 REVIEWS_CAP = 10
 PENDING_DELTAS_CAP = 20
+
+T = TypeVar("T", ContextClaim, ContextSourceFile)
 
 
 async def get_company_context(request: ToolRequest[GetCompanyContextArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
@@ -38,49 +51,57 @@ async def get_company_context(request: ToolRequest[GetCompanyContextArgs], uow: 
                                                       "committed_at", PENDING_DELTAS_CAP)
     active = [c for c in claims if c.status == "active"]
     retired = [c for c in claims if c.status != "active"]
-    listed_active, omitted_active = domain.capped(active, THESIS_CLAIMS_CAP)
-    listed_retired, omitted_retired = domain.capped(retired, RETIRED_CLAIMS_CAP)
-    listed_files, omitted_files = domain.capped(files, SOURCE_FILES_CAP)
-
-    def claim(c: Any) -> dict[str, Any]:
-        return {"claimId": c.claim_id, "text": c.text, "label": c.label, "section": c.section,
-                "sourceUrl": c.source_url, "status": c.status, "revision": c.revision}
-
-    def delta(d: Any) -> dict[str, Any]:
-        entry = {"operationId": d.operation_id, "status": d.status, "category": d.delta["category"],
-                 "summary": d.delta["summary"][:300], "caller": d.caller, "baseRevision": d.base_revision}
-        if d.status in ("accepted", "rejected"):
-            entry |= {"decidedBy": d.decided_by, "decidedAt": d.decided_at.isoformat(), "note": d.note}
-        else:
-            entry |= {"committedAt": d.committed_at.isoformat()}
-        return entry
-
-    return {
-        "companyId": company.company_id,
-        "ticker": company.ticker,
-        "name": company.name,
-        "thesisRevision": company.thesis_revision,
-        "claims": {"total": len(active), "omitted": omitted_active, "items": [claim(c) for c in listed_active]},
-        "retiredClaims": {"total": len(retired), "omitted": omitted_retired,
-                          "items": [claim(c) for c in listed_retired]},
-        "sourceFiles": {"total": len(files), "omitted": omitted_files, "items": [
-            {"sourceFileId": f.source_file_id, "title": f.title, "url": f.url, "characters": f.length,
-             "addedAt": f.created_at.isoformat()} for f in listed_files]},
-        "recentReviews": {"total": reviewed, "items": [delta(d) for d in reviews]},
-        "pendingDeltas": {"total": waiting, "items": [delta(d) for d in pending]},
-        "evidenceHealth": {
-            "unverifiedClaims": sum(1 for c in active if c.label == "UNVERIFIED"),
-            "inferredClaims": sum(1 for c in active if c.label == "INFERRED"),
-            "claimsWithoutSource": sum(1 for c in active if not c.source_url),
-            "retiredClaims": len(retired),
-            "pendingDeltas": waiting,
-        },
-        "next": (
+    return CompanyContext(
+        company_id=company.company_id,
+        ticker=company.ticker,
+        name=company.name,
+        thesis_revision=company.thesis_revision,
+        claims=_listed(active, THESIS_CLAIMS_CAP, _claim),
+        retired_claims=_listed(retired, RETIRED_CLAIMS_CAP, _claim),
+        source_files=_listed(files, SOURCE_FILES_CAP, _source_file),
+        recent_reviews=Newest[ReviewedDelta](total=reviewed, items=[_reviewed(d) for d in reviews]),
+        pending_deltas=Newest[PendingDelta](total=waiting, items=[_pending(d) for d in pending]),
+        evidence_health=EvidenceHealth(
+            unverified_claims=sum(1 for c in active if c.label == "UNVERIFIED"),
+            inferred_claims=sum(1 for c in active if c.label == "INFERRED"),
+            claims_without_source=sum(1 for c in active if not c.source_url),
+            retired_claims=len(retired),
+            pending_deltas=waiting,
+        ),
+        next=(
             "Propose how one source file changes this thesis with propose_claim_delta_from_source "
             "(mode=preview, a stable idempotencyKey); update or retire claims by their claimId. A person "
             "approves the preview before you commit it, and a reviewer applies it."
         ),
-    }
+    ).dump()
+
+
+def _listed(rows: list[Any], cap: int, item: Callable[[Any], T]) -> Listed[T]:
+    listed, omitted = domain.capped(rows, cap)
+    return Listed[T](total=len(rows), omitted=omitted, items=[item(row) for row in listed])
+
+
+def _claim(c: Any) -> ContextClaim:
+    return ContextClaim(claim_id=c.claim_id, text=c.text, label=c.label, section=c.section,
+                        source_url=c.source_url, status=c.status, revision=c.revision)
+
+
+def _source_file(f: Any) -> ContextSourceFile:
+    return ContextSourceFile(source_file_id=f.source_file_id, title=f.title, url=f.url, characters=f.length,
+                             added_at=f.created_at.isoformat())
+
+
+def _delta(d: Any) -> dict[str, Any]:
+    return {"operation_id": d.operation_id, "status": d.status, "category": d.delta["category"],
+            "summary": d.delta["summary"][:300], "caller": d.caller, "base_revision": d.base_revision}
+
+
+def _reviewed(d: Any) -> ReviewedDelta:
+    return ReviewedDelta(**_delta(d), decided_by=d.decided_by, decided_at=d.decided_at.isoformat(), note=d.note)
+
+
+def _pending(d: Any) -> PendingDelta:
+    return PendingDelta(**_delta(d), committed_at=d.committed_at.isoformat())
 
 
 def _company_uuid(value: str) -> str:

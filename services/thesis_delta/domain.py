@@ -6,9 +6,10 @@ import base64
 import hashlib
 import hmac
 import json
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from shared.errors import (
@@ -19,6 +20,8 @@ from shared.errors import (
     InvalidCommitToken,
     NotFound,
 )
+from shared.events import ThesisDelta
+from shared.replies import CompanyContext
 
 ACTIVE = "active"
 
@@ -47,6 +50,14 @@ EXCERPT_CHARACTERS = 200
 
 
 @dataclass(frozen=True)
+class Company:
+    company_id: str
+    ticker: str
+    name: str
+    thesis_revision: int
+
+
+@dataclass(frozen=True)
 class ThesisClaim:
     claim_id: str
     text: str
@@ -54,6 +65,7 @@ class ThesisClaim:
     section: str
     source_url: str | None
     status: str
+    revision: int = 0  # the thesis revision that last changed it
 
     def public(self) -> dict[str, Any]:
         return {
@@ -71,6 +83,65 @@ class SourceFile:
     company_id: str
     title: str
     url: str
+    characters: int | None = None  # the length of its text, where a listing reads it
+
+
+@dataclass(frozen=True)
+class ThesisStep:
+    """One revision of a thesis: who made it, when, and through which delta (none for an operator's claim)."""
+
+    company_id: str
+    revision: int
+    actor: str
+    operation_id: str | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A previewed delta: what a commit commits, the digest of the request behind it, and how far it got."""
+
+    operation_id: str
+    company_id: str
+    caller: str
+    idempotency_key: str
+    payload_digest: str
+    payload: dict[str, Any]
+    delta: dict[str, Any]
+    base_revision: int
+    created_at: datetime
+    expires_at: datetime
+    correlation_id: str | None = None
+    status: str = "previewed"
+    committed_at: datetime | None = None
+    decided_at: datetime | None = None
+    decided_by: str | None = None
+    note: str | None = None
+    revision_after: int | None = None
+
+    def status_at(self, now: datetime) -> str:
+        return "expired" if self.status == "previewed" and now >= self.expires_at else self.status
+
+    def committed(self, at: datetime) -> Operation:
+        return replace(self, status="committed", committed_at=at)
+
+    def decided(self, decision: str, reviewer: str, note: str | None, at: datetime, revision: int) -> Operation:
+        accepted = decision == "accept"
+        return replace(self, status="accepted" if accepted else "rejected", decided_at=at, decided_by=reviewer,
+                       note=note, revision_after=revision if accepted else None)
+
+
+def new_operation(payload: Mapping[str, Any], caller: str, company: Company, source: SourceFile,
+                  claims: Mapping[str, ThesisClaim], now: datetime, ttl: timedelta,
+                  correlation_id: str | None) -> Operation:
+    """The operation a preview stores: the request, checked against the thesis, as a typed diff of it."""
+    delta = build_delta(payload, claims, source, company.thesis_revision)
+    return Operation(
+        operation_id=str(uuid.uuid4()), company_id=company.company_id, caller=caller,
+        idempotency_key=payload["idempotencyKey"], payload_digest=payload_digest(payload), payload=dict(payload),
+        delta=ThesisDelta.model_validate(delta).model_dump(mode="json", by_alias=True),
+        base_revision=company.thesis_revision, created_at=now, expires_at=now + ttl, correlation_id=correlation_id,
+    )
 
 
 def payload_digest(payload: Mapping[str, Any]) -> str:
@@ -320,49 +391,49 @@ def excerpt(text: str, limit: int = EXCERPT_CHARACTERS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def touched_claim(claim: Mapping[str, Any], base_revision: int) -> dict[str, Any]:
+def touched_claim(claim: ThesisClaim, base_revision: int) -> dict[str, Any]:
     """A claim the delta names, as it reads now (its full text at the base revision is in the delta)."""
     return {
-        "claimId": claim["claimId"],
-        "status": claim["status"],
-        "label": claim["label"],
-        "section": claim["section"],
-        "excerpt": excerpt(claim["text"]),
-        "hasSourceUrl": bool(claim["sourceUrl"]),
-        "revision": claim["revision"],
-        "changedSincePreview": claim["revision"] > base_revision,
+        "claimId": claim.claim_id,
+        "status": claim.status,
+        "label": claim.label,
+        "section": claim.section,
+        "excerpt": excerpt(claim.text),
+        "hasSourceUrl": bool(claim.source_url),
+        "revision": claim.revision,
+        "changedSincePreview": claim.revision > base_revision,
     }
 
 
 def context_block(
-    company: Mapping[str, Any], touched: Sequence[Mapping[str, Any]], touched_total: int, base_revision: int
+    company: CompanyContext, touched: Sequence[ThesisClaim], touched_total: int, base_revision: int
 ) -> dict[str, Any]:
     """The bounded thesis context of a delta: `company` is get_company_context's answer, `touched` the
     current state of the first claims the delta names (at most TOUCHED_CLAIMS_CAP of `touched_total`)."""
     listed = list(touched)[:TOUCHED_CLAIMS_CAP]
-    reviews = company["recentReviews"]
-    listed_reviews = reviews["items"][:CONTEXT_REVIEWS_CAP]
+    reviews = company.recent_reviews
+    listed_reviews = reviews.items[:CONTEXT_REVIEWS_CAP]
     return {
-        "companyId": company["companyId"],
-        "ticker": company["ticker"],
-        "name": company["name"],
-        "thesisRevision": company["thesisRevision"],
+        "companyId": company.company_id,
+        "ticker": company.ticker,
+        "name": company.name,
+        "thesisRevision": company.thesis_revision,
         "counts": {
-            "activeClaims": company["claims"]["total"],
-            "retiredClaims": company["retiredClaims"]["total"],
-            "sourceFiles": company["sourceFiles"]["total"],
-            "pendingDeltas": company["pendingDeltas"]["total"],
-            "reviews": reviews["total"],
+            "activeClaims": company.claims.total,
+            "retiredClaims": company.retired_claims.total,
+            "sourceFiles": company.source_files.total,
+            "pendingDeltas": company.pending_deltas.total,
+            "reviews": reviews.total,
         },
-        "evidenceHealth": dict(company["evidenceHealth"]),
+        "evidenceHealth": company.evidence_health.dump(),
         "touchedClaims": {
             "total": touched_total,
             "omitted": touched_total - len(listed),
             "items": [touched_claim(c, base_revision) for c in listed],
         },
         "recentReviews": {
-            "total": reviews["total"],
-            "omitted": reviews["total"] - len(listed_reviews),
-            "items": [dict(r) for r in listed_reviews],
+            "total": reviews.total,
+            "omitted": reviews.total - len(listed_reviews),
+            "items": [r.dump() for r in listed_reviews],
         },
     }

@@ -1,236 +1,244 @@
-"""Persistence for theses: companies, claims and their history, source files, delta operations."""
+"""Persistence for theses — companies, claims and their history, source files, delta operations — in one
+PostgreSQL unit of work, which also brings the deployment's secret, the operation TTL and the projection."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+import pydantic
+from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.thesis_delta.domain import SourceFile, ThesisClaim
-from shared.db.tables import (
-    companies,
-    delta_operations,
-    source_files,
-    thesis_claim_history,
-    thesis_claims,
-)
+from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisClaim, ThesisStep
+from services.thesis_delta.ports import CompanyContexts, ThesisUnitOfWork
+from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
+from shared.db.session import Database
+from shared.db.tables import companies, delta_operations, source_files, thesis_claim_history, thesis_claims
+from shared.errors import Unavailable
+from shared.events import Origin
+from shared.logging import get_logger
+from shared.messaging import ServiceClient
+from shared.replies import CompanyContext
+from shared.service import Meta, ServiceContext, origin
+from shared.settings import Settings
+from shared.subjects import Command
+from shared.uow import SqlUnitOfWork
+
+log = get_logger(__name__)
+
+CONTEXT_TIMEOUT_SECONDS = 5.0
+COMPANY = (companies.c.company_id, companies.c.ticker, companies.c.name, companies.c.thesis_revision)
+CLAIM = (thesis_claims.c.claim_id, thesis_claims.c.text, thesis_claims.c.label, thesis_claims.c.section,
+         thesis_claims.c.source_url, thesis_claims.c.status, thesis_claims.c.revision)
+# The operation's progress: what save() writes; everything else is fixed when the preview stores it.
+PROGRESS = ("status", "committed_at", "decided_at", "decided_by", "note", "revision_after")
 
 
-async def company(connection: AsyncConnection, company_id: str, *, lock: bool = False) -> Any:
-    query = select(companies).where(companies.c.company_id == company_id)
-    if lock:
-        query = query.with_for_update()
-    return (await connection.execute(query)).first()
+class SqlThesisUnitOfWork(SqlUnitOfWork, ThesisUnitOfWork):
+    def __init__(self, db: Database, origin: Origin, settings: Settings, contexts: CompanyContexts) -> None:
+        super().__init__(db, origin)
+        self.settings = settings
+        self.operation_ttl = timedelta(seconds=settings.operation_ttl_seconds)
+        self.contexts = contexts
+
+    @property
+    def secret(self) -> bytes:
+        # Read when a token is made or checked, not per message: it may live in a file of the data dir.
+        return self.settings.resolved_secret()
+
+    def bind(self, connection: AsyncConnection) -> None:
+        self.companies = SqlCompanies(connection)
+        self.claims = SqlClaims(connection)
+        self.source_files = SqlSourceFiles(connection)
+        self.operations = SqlOperations(connection)
+
+    @classmethod
+    def of(cls, ctx: ServiceContext, meta: Meta) -> SqlThesisUnitOfWork:
+        return cls(ctx.db, origin(ctx, meta), ctx.settings, NatsCompanyContexts(ctx.client, meta))
 
 
-async def company_by_ticker(connection: AsyncConnection, ticker: str) -> Any:
-    return (await connection.execute(select(companies).where(companies.c.ticker == ticker))).first()
+class NatsCompanyContexts:
+    """get_company_context, asked of the projection (which owns it) over NATS, and read by its contract."""
+
+    def __init__(self, client: ServiceClient | None, meta: Meta) -> None:
+        self.client = client
+        self.meta = meta
+
+    async def of(self, company_id: str, actor: Actor) -> CompanyContext:
+        request = ToolRequest[GetCompanyContextArgs](actor=actor, args=GetCompanyContextArgs(company_id=company_id))
+        reply = await self.client.call(Command.GET_COMPANY_CONTEXT, request, correlation_id=self.meta.correlation_id,
+                                       traceparent=self.meta.traceparent, timeout=CONTEXT_TIMEOUT_SECONDS)
+        try:
+            return CompanyContext.model_validate(reply)
+        except pydantic.ValidationError as broken:
+            # A projection of another version (a rolling update): the preview still answers, without context.
+            log.error("company_context_unreadable", errors=broken.error_count())
+            raise Unavailable("the projection answered with a company context this service cannot read",
+                              hint="call get_company_context for the thesis around it") from broken
 
 
-async def insert_company(connection: AsyncConnection, company_id: str, ticker: str, name: str, actor: str) -> bool:
-    row = await connection.execute(
-        pg_insert(companies)
-        .values(company_id=company_id, ticker=ticker, name=name, created_by=actor)
-        .on_conflict_do_nothing()
-        .returning(companies.c.company_id)
-    )
-    return row.scalar_one_or_none() is not None
+class SqlRepository:
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+
+    async def first(self, query: Select, *, lock: bool = False) -> Any:
+        return (await self.connection.execute(query.with_for_update() if lock else query)).first()
 
 
-async def bump_revision(connection: AsyncConnection, company_id: str) -> int:
-    row = await connection.execute(
-        update(companies)
-        .where(companies.c.company_id == company_id)
-        .values(thesis_revision=companies.c.thesis_revision + 1)
-        .returning(companies.c.thesis_revision)
-    )
-    return row.scalar_one()
+class SqlCompanies(SqlRepository):
+    async def get(self, company_id: str, *, lock: bool = False) -> Company | None:
+        row = await self.first(select(*COMPANY).where(companies.c.company_id == company_id), lock=lock)
+        return Company(*row) if row else None
 
+    async def by_ticker(self, ticker: str) -> Company | None:
+        row = await self.first(select(*COMPANY).where(companies.c.ticker == ticker))
+        return Company(*row) if row else None
 
-async def claims_of(connection: AsyncConnection, company_id: str) -> dict[str, ThesisClaim]:
-    rows = await connection.execute(
-        select(thesis_claims).where(thesis_claims.c.company_id == company_id).order_by(thesis_claims.c.created_at)
-    )
-    return {
-        r.claim_id: ThesisClaim(r.claim_id, r.text, r.label, r.section, r.source_url, r.status) for r in rows
-    }
-
-
-async def claims_by_ids(connection: AsyncConnection, company_id: str, claim_ids: list[str]) -> list[dict[str, Any]]:
-    """The company's claims with these ids as they read now, in the order of `claim_ids`."""
-    if not claim_ids:
-        return []
-    rows = await connection.execute(
-        select(thesis_claims).where(thesis_claims.c.company_id == company_id,
-                                    thesis_claims.c.claim_id.in_(claim_ids))
-    )
-    found = {
-        r.claim_id: {"claimId": r.claim_id, "text": r.text, "label": r.label, "section": r.section,
-                     "sourceUrl": r.source_url, "status": r.status, "revision": r.revision}
-        for r in rows
-    }
-    return [found[claim_id] for claim_id in claim_ids if claim_id in found]
-
-
-async def source_file(connection: AsyncConnection, source_file_id: str) -> SourceFile | None:
-    row = (
-        await connection.execute(select(source_files).where(source_files.c.source_file_id == source_file_id))
-    ).first()
-    return SourceFile(row.source_file_id, row.company_id, row.title, row.url) if row else None
-
-
-async def insert_source_file(connection: AsyncConnection, values: dict[str, Any]) -> None:
-    await connection.execute(insert(source_files).values(**values))
-
-
-async def insert_claim(
-    connection: AsyncConnection,
-    *,
-    claim_id: str,
-    company_id: str,
-    claim: dict[str, Any],
-    revision: int,
-    actor: str,
-    operation_id: str | None,
-    at: datetime,
-) -> None:
-    await connection.execute(
-        insert(thesis_claims).values(
-            claim_id=claim_id,
-            company_id=company_id,
-            text=claim["text"],
-            label=claim["label"],
-            section=claim["section"],
-            source_url=claim.get("sourceUrl"),
-            revision=revision,
-            origin_operation_id=operation_id,
-            created_at=at,
-            updated_at=at,
+    async def add(self, company: Company, created_by: str) -> bool:
+        row = await self.connection.execute(
+            pg_insert(companies).values(**asdict(company), created_by=created_by).on_conflict_do_nothing()
+            .returning(companies.c.company_id)
         )
-    )
-    await history(connection, claim_id, company_id, revision, "add", None, {**claim, "claimId": claim_id},
-                  actor, operation_id, at)
+        return row.scalar_one_or_none() is not None
 
-
-async def update_claim(
-    connection: AsyncConnection, claim_id: str, after: dict[str, Any], revision: int, at: datetime
-) -> None:
-    await connection.execute(
-        update(thesis_claims)
-        .where(thesis_claims.c.claim_id == claim_id)
-        .values(
-            text=after["text"],
-            label=after["label"],
-            section=after["section"],
-            source_url=after.get("sourceUrl"),
-            revision=revision,
-            updated_at=at,
+    async def bump(self, company_id: str) -> int:
+        row = await self.connection.execute(
+            update(companies).where(companies.c.company_id == company_id)
+            .values(thesis_revision=companies.c.thesis_revision + 1).returning(companies.c.thesis_revision)
         )
-    )
+        return row.scalar_one()
 
-
-async def retire_claim(connection: AsyncConnection, claim_id: str, actor: str, revision: int, at: datetime) -> None:
-    await connection.execute(
-        update(thesis_claims)
-        .where(thesis_claims.c.claim_id == claim_id)
-        .values(status="retired", retired_at=at, retired_by=actor, revision=revision, updated_at=at)
-    )
-
-
-async def history(
-    connection: AsyncConnection,
-    claim_id: str,
-    company_id: str,
-    revision: int,
-    action: str,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    actor: str,
-    operation_id: str | None,
-    at: datetime,
-) -> None:
-    await connection.execute(
-        insert(thesis_claim_history).values(
-            claim_id=claim_id,
-            company_id=company_id,
-            revision=revision,
-            action=action,
-            before=before,
-            after=after,
-            actor=actor,
-            operation_id=operation_id,
-            at=at,
+    async def listed(self, ticker: str | None) -> list[tuple[Company, int]]:
+        committed = (
+            select(delta_operations.c.company_id, func.count().label("committed"))
+            .where(delta_operations.c.status == "committed")
+            .group_by(delta_operations.c.company_id)
+            .subquery()
         )
-    )
+        query = select(*COMPANY, func.coalesce(committed.c.committed, 0)).select_from(
+            companies.outerjoin(committed, committed.c.company_id == companies.c.company_id)
+        )
+        if ticker:
+            query = query.where(companies.c.ticker == ticker.upper())
+        rows = await self.connection.execute(query.order_by(companies.c.ticker))
+        return [(Company(*row[:-1]), row[-1]) for row in rows]
 
 
-async def insert_operation(connection: AsyncConnection, values: dict[str, Any]) -> bool:
-    """Store a new operation unless the (company, caller, key) triple is taken; True when stored."""
-    row = await connection.execute(
-        pg_insert(delta_operations)
-        .values(**values)
-        .on_conflict_do_nothing(index_elements=["company_id", "caller", "idempotency_key"])
-        .returning(delta_operations.c.operation_id)
-    )
-    return row.scalar_one_or_none() is not None
+def _columns(claim: Mapping[str, Any]) -> dict[str, Any]:
+    return {"text": claim["text"], "label": claim["label"], "section": claim["section"],
+            "source_url": claim.get("sourceUrl")}
 
 
-async def operation_by_key(connection: AsyncConnection, company_id: str, caller: str, key: str) -> Any:
-    return (
-        await connection.execute(
-            select(delta_operations).where(
-                delta_operations.c.company_id == company_id,
-                delta_operations.c.caller == caller,
-                delta_operations.c.idempotency_key == key,
+class SqlClaims(SqlRepository):
+    async def of(self, company_id: str) -> dict[str, ThesisClaim]:
+        rows = await self.connection.execute(
+            select(*CLAIM).where(thesis_claims.c.company_id == company_id).order_by(thesis_claims.c.created_at)
+        )
+        return {row.claim_id: ThesisClaim(*row) for row in rows}
+
+    async def by_ids(self, company_id: str, claim_ids: Sequence[str]) -> list[ThesisClaim]:
+        if not claim_ids:
+            return []
+        rows = await self.connection.execute(
+            select(*CLAIM).where(thesis_claims.c.company_id == company_id, thesis_claims.c.claim_id.in_(claim_ids))
+        )
+        found = {row.claim_id: ThesisClaim(*row) for row in rows}
+        return [found[claim_id] for claim_id in claim_ids if claim_id in found]
+
+    async def add(self, step: ThesisStep, claim_id: str, claim: Mapping[str, Any]) -> None:
+        await self.connection.execute(
+            insert(thesis_claims).values(claim_id=claim_id, company_id=step.company_id, **_columns(claim),
+                                         revision=step.revision, origin_operation_id=step.operation_id,
+                                         created_at=step.at, updated_at=step.at)
+        )
+        await self._history(step, claim_id, "add", None, {**claim, "claimId": claim_id})
+
+    async def update(self, step: ThesisStep, claim_id: str, before: Mapping[str, Any],
+                     after: Mapping[str, Any]) -> None:
+        await self._change(step, claim_id, **_columns(after))
+        await self._history(step, claim_id, "update", before, after)
+
+    async def retire(self, step: ThesisStep, claim_id: str, before: Mapping[str, Any]) -> None:
+        await self._change(step, claim_id, status="retired", retired_at=step.at, retired_by=step.actor)
+        await self._history(step, claim_id, "retire", before, None)
+
+    async def _change(self, step: ThesisStep, claim_id: str, **values: Any) -> None:
+        await self.connection.execute(
+            update(thesis_claims).where(thesis_claims.c.claim_id == claim_id)
+            .values(**values, revision=step.revision, updated_at=step.at)
+        )
+
+    async def _history(self, step: ThesisStep, claim_id: str, action: str, before: Mapping[str, Any] | None,
+                       after: Mapping[str, Any] | None) -> None:
+        await self.connection.execute(
+            insert(thesis_claim_history).values(
+                claim_id=claim_id, company_id=step.company_id, revision=step.revision, action=action,
+                before=before, after=after, actor=step.actor, operation_id=step.operation_id, at=step.at,
             )
         )
-    ).first()
 
 
-async def operation(connection: AsyncConnection, operation_id: str, *, lock: bool = False) -> Any:
-    query = select(delta_operations).where(delta_operations.c.operation_id == operation_id)
-    if lock:
-        query = query.with_for_update()
-    return (await connection.execute(query)).first()
+class SqlSourceFiles(SqlRepository):
+    async def get(self, source_file_id: str) -> SourceFile | None:
+        query = select(source_files.c.source_file_id, source_files.c.company_id, source_files.c.title,
+                       source_files.c.url).where(source_files.c.source_file_id == source_file_id)
+        row = await self.first(query)
+        return SourceFile(*row) if row else None
+
+    async def add(self, source: SourceFile, text: str, created_by: str) -> None:
+        await self.connection.execute(
+            insert(source_files).values(source_file_id=source.source_file_id, company_id=source.company_id,
+                                        title=source.title, url=source.url, text=text, created_by=created_by)
+        )
+
+    async def of(self, company_id: str) -> list[SourceFile]:
+        rows = await self.connection.execute(
+            select(source_files.c.source_file_id, source_files.c.company_id, source_files.c.title,
+                   source_files.c.url, func.length(source_files.c.text))
+            .where(source_files.c.company_id == company_id)
+            .order_by(source_files.c.created_at)
+        )
+        return [SourceFile(*row) for row in rows]
 
 
-async def set_operation(connection: AsyncConnection, operation_id: str, **values: Any) -> None:
-    await connection.execute(
-        update(delta_operations).where(delta_operations.c.operation_id == operation_id).values(**values)
-    )
+class SqlOperations(SqlRepository):
+    async def get(self, operation_id: str, *, lock: bool = False) -> Operation | None:
+        return _operation(await self.first(
+            select(delta_operations).where(delta_operations.c.operation_id == operation_id), lock=lock))
+
+    async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None:
+        return _operation(await self.first(select(delta_operations).where(
+            delta_operations.c.company_id == company_id,
+            delta_operations.c.caller == caller,
+            delta_operations.c.idempotency_key == key,
+        )))
+
+    async def add(self, operation: Operation) -> bool:
+        row = await self.connection.execute(
+            pg_insert(delta_operations)
+            .values(**asdict(operation))
+            .on_conflict_do_nothing(index_elements=["company_id", "caller", "idempotency_key"])
+            .returning(delta_operations.c.operation_id)
+        )
+        return row.scalar_one_or_none() is not None
+
+    async def save(self, operation: Operation) -> None:
+        await self.connection.execute(
+            update(delta_operations).where(delta_operations.c.operation_id == operation.operation_id)
+            .values({name: getattr(operation, name) for name in PROGRESS})
+        )
+
+    async def of(self, company_id: str, status: str | None, limit: int = 100) -> list[Operation]:
+        query = select(delta_operations).where(delta_operations.c.company_id == company_id)
+        if status:
+            query = query.where(delta_operations.c.status == status)
+        rows = await self.connection.execute(query.order_by(delta_operations.c.created_at.desc()).limit(limit))
+        return [_operation(row) for row in rows]
 
 
-async def operations(connection: AsyncConnection, company_id: str, status: str | None, limit: int = 100) -> list:
-    query = select(delta_operations).where(delta_operations.c.company_id == company_id)
-    if status:
-        query = query.where(delta_operations.c.status == status)
-    rows = await connection.execute(query.order_by(delta_operations.c.created_at.desc()).limit(limit))
-    return list(rows)
-
-
-async def source_files_of(connection: AsyncConnection, company_id: str) -> list:
-    rows = await connection.execute(
-        select(source_files.c.source_file_id, source_files.c.title, source_files.c.url, source_files.c.created_at,
-               func.length(source_files.c.text).label("length"))
-        .where(source_files.c.company_id == company_id)
-        .order_by(source_files.c.created_at)
-    )
-    return list(rows)
-
-
-async def companies_with_counts(connection: AsyncConnection, ticker: str | None) -> list:
-    committed = (
-        select(delta_operations.c.company_id, func.count().label("committed"))
-        .where(delta_operations.c.status == "committed")
-        .group_by(delta_operations.c.company_id)
-        .subquery()
-    )
-    query = select(companies, func.coalesce(committed.c.committed, 0).label("committed")).select_from(
-        companies.outerjoin(committed, committed.c.company_id == companies.c.company_id)
-    )
-    if ticker:
-        query = query.where(companies.c.ticker == ticker.upper())
-    return list(await connection.execute(query.order_by(companies.c.ticker)))
+def _operation(row: Any) -> Operation | None:
+    return Operation(**row._mapping) if row else None

@@ -19,10 +19,9 @@ from shared.db.tables import delta_operations
 from shared.errors import InvalidArgument
 from shared.spec import SPEC_DIR, SPEC_FILES
 from shared.spec.tools import TITLES
-from shared.subjects import Command, Service
+from shared.subjects import Command
 from tests.events import stream_events, wait_until_published
 from tests.factories import new_company, preview_args, previewed_and_committed, unique
-from tests.support import Stack, new_deployment, remove_deployment
 
 
 async def context(mcp, **args):
@@ -371,25 +370,6 @@ async def test_sixteen_retries_make_one_operation_and_sixteen_commits_one_commit
                         if e["type"] == "threadline.thesis.delta.committed"
                         and e["data"]["operationId"] == commit["operationId"]]
     assert len(committed_events) == 1
-
-
-@pytest.fixture(scope="module")
-async def short_lived(servers):
-    settings = await new_deployment(servers, operation_ttl_seconds=1)
-    running = await Stack(settings).start(services=(Service.THESIS_DELTA, Service.PROJECTION))
-    yield running
-    await running.stop()
-    await remove_deployment(servers, settings)
-
-
-async def test_a_commit_after_expiry_is_refused(short_lived):
-    company = await new_company(short_lived)
-    async with short_lived.agent() as mcp:
-        preview = await call_ok(mcp, "propose_claim_delta_from_source", preview_args(company, unique()))
-        await asyncio.sleep(1.2)
-        expired = await call_refused(mcp, "propose_claim_delta_from_source", {
-            "mode": "commit", "operationId": preview["operationId"], "commitToken": preview["commitToken"]})
-    assert expired["code"] == "expired" and "preview" in expired["hint"]
 
 
 async def test_reviewers_decide_deltas_on_the_web_page(stack):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from services.thesis_delta import domain, use_cases
+from services.thesis_delta.repository import SqlThesisUnitOfWork
 from shared.contracts import Actor, DecideDelta
 from shared.errors import IdempotencyConflict, InvalidArgument, InvalidCommitToken
+from shared.replies import CompanyContext
 from shared.service import Meta, ServiceContext
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
@@ -125,7 +127,7 @@ async def test_deciding_a_delta_refuses_a_rejection_without_a_note_before_touchi
     command = DecideDelta.model_construct(actor=Actor(name="r", role="reviewer"), operation_id=A, decision="reject",
                                           note=" ")
     with pytest.raises(InvalidArgument) as refused:
-        await use_cases.decide_delta(no_database, command, Meta())
+        await use_cases.decide_delta(command, SqlThesisUnitOfWork.of(no_database, Meta()))
     assert refused.value.field == "note"
 
 
@@ -138,7 +140,8 @@ WIDE = "\U0001f600"  # escaped as a surrogate pair: 12 bytes of JSON for one cha
 
 
 def company_context(reviews: int = 12) -> dict:
-    """get_company_context's answer, as far as the context block reads it (reviews at their longest)."""
+    """get_company_context's answer as it travels (reviews at their longest, the lists the block reads no
+    further than their totals left empty)."""
     review = {"operationId": "op", "status": "rejected", "category": "weakened", "summary": WIDE * 300,
               "caller": "agent", "baseRevision": 1, "decidedBy": "r", "decidedAt": "2026-01-01T00:00:00+00:00",
               "note": WIDE * 2000}
@@ -151,12 +154,17 @@ def company_context(reviews: int = 12) -> dict:
         "recentReviews": {"total": reviews, "items": [review] * min(reviews, 10)},
         "evidenceHealth": {"unverifiedClaims": 1, "inferredClaims": 2, "claimsWithoutSource": 3,
                            "retiredClaims": 2, "pendingDeltas": 1},
+        "next": "Propose a delta.",
     }
 
 
-def current(claim_id: str, revision: int, text: str = "Now.", status: str = "active", section: str = "Growth") -> dict:
-    return {"claimId": claim_id, "text": text, "label": "INFERRED", "section": section, "sourceUrl": None,
-            "status": status, "revision": revision}
+def typed(answer: dict) -> CompanyContext:
+    return CompanyContext.model_validate(answer)
+
+
+def current(claim_id: str, revision: int, text: str = "Now.", status: str = "active",
+            section: str = "Growth") -> domain.ThesisClaim:
+    return domain.ThesisClaim(claim_id, text, "INFERRED", section, None, status, revision)
 
 
 def test_the_touched_claims_are_the_claims_the_delta_names_each_once():
@@ -166,7 +174,7 @@ def test_the_touched_claims_are_the_claims_the_delta_names_each_once():
 
 
 def test_the_context_block_reports_counts_health_reviews_and_the_touched_claims_now():
-    block = domain.context_block(company_context(), [current(A, 5), current(C, 6, status="retired")], 2, 5)
+    block = domain.context_block(typed(company_context()), [current(A, 5), current(C, 6, status="retired")], 2, 5)
     assert block["thesisRevision"] == 7
     assert block["counts"] == {"activeClaims": 40, "retiredClaims": 2, "sourceFiles": 3, "pendingDeltas": 1,
                                "reviews": 12}
@@ -179,11 +187,11 @@ def test_the_context_block_reports_counts_health_reviews_and_the_touched_claims_
 def test_the_context_block_is_bounded_with_omitted_counts():
     many = [current(f"{i:08x}-0000-4000-8000-000000000000", 1, text=WIDE * 5000, section=WIDE * 120)
             for i in range(400)]
-    block = domain.context_block(company_context(), many[: domain.TOUCHED_CLAIMS_CAP], len(many), 1)
+    block = domain.context_block(typed(company_context()), many[: domain.TOUCHED_CLAIMS_CAP], len(many), 1)
     touched = block["touchedClaims"]
     assert (touched["total"], touched["omitted"], len(touched["items"])) == (
         400, 400 - domain.TOUCHED_CLAIMS_CAP, domain.TOUCHED_CLAIMS_CAP)
     assert all(len(c["excerpt"]) == domain.EXCERPT_CHARACTERS for c in touched["items"])
     assert len(block["recentReviews"]["items"]) == domain.CONTEXT_REVIEWS_CAP
     # Even with every text at its longest and escaped to 12 bytes a character, the block stays small.
-    assert domain.encoded_size(domain.context_block(company_context(), many, len(many), 1)) < 256 * 1024
+    assert domain.encoded_size(domain.context_block(typed(company_context()), many, len(many), 1)) < 256 * 1024
