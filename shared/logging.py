@@ -7,7 +7,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import orjson
 import structlog
 
 _configured = False
@@ -24,7 +23,7 @@ def configure_logging(service: str, level: str = "INFO", fmt: str = "auto") -> N
         structlog.processors.StackInfoRenderer(),
     ]
     renderer = (
-        structlog.processors.JSONRenderer(serializer=_json)
+        structlog.processors.JSONRenderer()
         if use_json
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
@@ -54,10 +53,6 @@ def configure_logging(service: str, level: str = "INFO", fmt: str = "auto") -> N
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
     _configured = True
-
-
-def _json(value: object, **_: object) -> str:
-    return orjson.dumps(value, default=repr).decode()
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

@@ -32,6 +32,21 @@ signal.signal(signal.SIGUSR1, _dump_tasks)
 SERVERS_USED: list[str] = []
 
 
+def pytest_configure(config) -> None:  # noqa: ANN001
+    # Each run its own temporary root, outside /tmp/pytest-of-<user>: every other pytest run on the machine
+    # sets that back to mode 0700, which locks out the unprivileged user the embedded PostgreSQL runs as
+    # when the tests run as root (its data dirs live under tmp_path).
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="threadline-pytest-")
+        config._threadline_basetemp = config.option.basetemp
+
+
+def pytest_unconfigure(config) -> None:  # noqa: ANN001
+    made = getattr(config, "_threadline_basetemp", None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
     for line in SERVERS_USED:
         terminalreporter.write_line(line)

@@ -71,12 +71,12 @@ class RunningSystem:
 
 
 def start_system(data_dir: Path, *, demo: bool = False, env: dict[str, str] | None = None,
-                 timeout: float = 120) -> RunningSystem:
+                 timeout: float = 120, args: tuple[str, ...] = ()) -> RunningSystem:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
     environment.update({"THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_LOG_LEVEL": "INFO"})
     environment.update(env or {})
     process = subprocess.Popen(
-        [str(THREADLINE), "up", "--data-dir", str(data_dir), "--demo" if demo else "--no-demo"],
+        [str(THREADLINE), "up", "--data-dir", str(data_dir), "--demo" if demo else "--no-demo", *args],
         stdout=subprocess.PIPE,
         stderr=open(data_dir.parent / f"{data_dir.name}-up.log", "ab"),  # noqa: SIM115
         text=True,
