@@ -20,13 +20,15 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
+from shared.events import EventType
 from shared.settings import Settings
 from shared.subjects import Subjects
 
 PROJECTION_CONSUMER = "projection"
 WEBHOOKS_CONSUMER = "webhooks"
+PROJECTION_EVENT = EventType.LEDGER_CHANGED  # all the read models need: each case's ledger changes
 
 
 def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamConfig:
@@ -57,7 +59,7 @@ def projection_consumer_config(settings: Settings) -> ConsumerConfig:
         ack_wait=30.0,
         max_deliver=-1,
         max_ack_pending=1000,
-        filter_subject=Subjects(settings.nats_prefix).events_wildcard,
+        filter_subject=Subjects(settings.nats_prefix).case_event("*", PROJECTION_EVENT),
     )
 
 
@@ -84,5 +86,11 @@ async def provision(js: JetStreamContext, settings: Settings) -> None:
     else:
         config = stream_config(settings, replicas=existing.config.num_replicas)
         await js.update_stream(config)
-    await js.add_consumer(config.name, projection_consumer_config(settings))
+    try:
+        await js.add_consumer(config.name, projection_consumer_config(settings))
+    except APIError:
+        # A consumer of an older configuration the server will not update in place (its filter): made
+        # again from the stream's start, which the projection's views skip through (older revisions).
+        await js.delete_consumer(config.name, PROJECTION_CONSUMER)
+        await js.add_consumer(config.name, projection_consumer_config(settings))
     await js.add_consumer(config.name, webhooks_consumer_config(settings))

@@ -1,6 +1,7 @@
 """The projection's event consumer: the durable `projection` consumer of the event stream.
 
-Explicit acks: an event is acknowledged only after its effect committed; a failure naks it for
+It is given only the events the read models need (`ledger.changed`: the consumer's subject filter), so
+staging traffic costs it nothing. Explicit acks: an event is acknowledged only after its effect committed; a failure naks it for
 redelivery, with a growing delay; a message that is not a usable event is terminated, not retried. Applying is idempotent (the inbox records each event id in the same transaction), so a
 redelivered or replayed event changes nothing twice. The consumer is provisioned by `migrate`; this
 code binds to it and never redeclares it.
@@ -16,9 +17,11 @@ import nats
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 from prometheus_client import Gauge
+from pydantic import ValidationError
 
 from services.projection import read_models
 from services.projection.repository import SqlProjectionUnitOfWork
+from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
 from shared.observability import message_span
@@ -88,8 +91,8 @@ async def _handle(ctx: ServiceContext, message: Any) -> None:
     with bound(correlation_id=headers.get("correlation_id"), event_id=headers.get("Nats-Msg-Id")):
         envelope = _usable(message.data)
         if envelope is None:
-            # Not a Threadline event: redelivering it would never help, and the read models are
-            # recomputed from the ledger anyway, so nothing is lost by letting it go.
+            # Not a Threadline event: redelivering it would never help, and a view that misses a revision
+            # is rebuilt from the ledger, so nothing is lost by letting it go.
             log.error("event_unusable", subject=message.subject, stream_seq=message.metadata.sequence.stream)
             await message.term()
             return
@@ -108,15 +111,17 @@ async def _handle(ctx: ServiceContext, message: Any) -> None:
 
 
 def _usable(data: bytes) -> dict[str, Any] | None:
-    """The event's envelope when it has what applying needs (an id, a type, a case for case views)."""
+    """The event's envelope when it has what applying needs (an id, a type, and data its schema accepts)."""
     try:
         envelope = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     if not isinstance(envelope, dict) or not isinstance(envelope.get("id"), str) or not envelope.get("type"):
         return None
-    if envelope["type"] in read_models.REFRESHING:
-        case_id = envelope.get("data", {}).get("caseId") if isinstance(envelope.get("data"), dict) else None
-        if not isinstance(case_id, str):
+    schema = DATA_SCHEMAS.get(envelope["type"]) if envelope["type"] in read_models.APPLIED else None
+    if schema is not None:
+        try:
+            schema.model_validate(envelope.get("data"))
+        except ValidationError:
             return None
     return envelope

@@ -56,6 +56,7 @@ class LedgerSnapshot:
     source_types: dict[str, str] = field(default_factory=dict)
     relations: list[RelationView] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
+    source_revisions: dict[str, int] = field(default_factory=dict)
 
     @property
     def verdict(self) -> ClaimView | None:
@@ -69,50 +70,67 @@ def sections(scope: str) -> set[str]:
 
 def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
     """Every open question of the case, most fundamental first."""
+    items: list[dict[str, Any]] = [] if snapshot.verdict is not None else [missing_verdict_item()]
+    contradicted_by = contradictions(snapshot.relations)
+    for claim in snapshot.claims:
+        items += claim_open_items(claim, contradicted_by.get(claim.claim_id, []),
+                                  strong=grounded(claim.source_ids, snapshot.source_types))
+    return items
+
+
+def missing_verdict_item() -> dict[str, Any]:
+    return {
+        "type": "missing_verdict",
+        "detail": "the case has no accepted verdict",
+        "action": "stage_verdict with at least one relation from a canonical claim to the verdict",
+    }
+
+
+def claim_open_items(claim: ClaimView, contradicted_by: Sequence[str], *, strong: bool) -> list[dict[str, Any]]:
+    """The open questions about one claim: its confidence, claims contradicting it, its grounding."""
     items: list[dict[str, Any]] = []
-    if snapshot.verdict is None:
+    if claim.confidence in UNRESOLVED_CONFIDENCE:
         items.append(
             {
-                "type": "missing_verdict",
-                "detail": "the case has no accepted verdict",
-                "action": "stage_verdict with at least one relation from a canonical claim to the verdict",
+                "type": f"claim_{claim.confidence}",
+                "claimId": claim.claim_id,
+                "detail": f"confidence is {claim.confidence}",
+                "action": "find stronger evidence and stage it, or relate this claim to one that settles it",
             }
         )
+    if contradicted_by:
+        items.append(
+            {
+                "type": "contradicted_by_relation",
+                "claimId": claim.claim_id,
+                "detail": "contradicted by " + named_list(sorted(contradicted_by)),
+                "action": "weigh the contradicting claims' evidence; stage a qualifying relation or a verdict",
+            }
+        )
+    if not claim.is_verdict and not strong:
+        items.append(
+            {
+                "type": "no_primary_source",
+                "claimId": claim.claim_id,
+                "detail": "no primary or official source grounds this claim",
+                "action": "find a primary or official record and stage it with stage_sources",
+            }
+        )
+    return items
+
+
+def contradictions(relations: Iterable[RelationView]) -> dict[str, list[str]]:
+    """Per claim, the claims of the active `contradicts` relations pointing at it."""
     contradicted_by: dict[str, list[str]] = {}
-    for relation in snapshot.relations:
+    for relation in relations:
         if relation.type == "contradicts":
             contradicted_by.setdefault(relation.target_claim_id, []).append(relation.source_claim_id)
-    for claim in snapshot.claims:
-        if claim.confidence in UNRESOLVED_CONFIDENCE:
-            items.append(
-                {
-                    "type": f"claim_{claim.confidence}",
-                    "claimId": claim.claim_id,
-                    "detail": f"confidence is {claim.confidence}",
-                    "action": "find stronger evidence and stage it, or relate this claim to one that settles it",
-                }
-            )
-        if claim.claim_id in contradicted_by:
-            items.append(
-                {
-                    "type": "contradicted_by_relation",
-                    "claimId": claim.claim_id,
-                    "detail": "contradicted by " + named_list(sorted(contradicted_by[claim.claim_id])),
-                    "action": "weigh the contradicting claims' evidence; stage a qualifying relation or a verdict",
-                }
-            )
-        if not claim.is_verdict and not any(
-            snapshot.source_types.get(s) in STRONG_SOURCE_TYPES for s in claim.source_ids
-        ):
-            items.append(
-                {
-                    "type": "no_primary_source",
-                    "claimId": claim.claim_id,
-                    "detail": "no primary or official source grounds this claim",
-                    "action": "find a primary or official record and stage it with stage_sources",
-                }
-            )
-    return items
+    return contradicted_by
+
+
+def grounded(source_ids: Iterable[str], source_types: Mapping[str, str]) -> bool:
+    """Whether an active primary or official record is among the sources."""
+    return any(source_types.get(s) in STRONG_SOURCE_TYPES for s in source_ids)
 
 
 NAMED_IN_DETAIL = 5
@@ -126,6 +144,11 @@ def named_list(ids: Sequence[str], cap: int = NAMED_IN_DETAIL) -> str:
 
 def independent_units(claim_ids: Iterable[str], groups: Mapping[str, Sequence[str]]) -> int:
     """How many independent items the claims amount to: a merge group counts once (union of overlaps)."""
+    return len(set(merge_units(claim_ids, groups).values()))
+
+
+def merge_units(claim_ids: Iterable[str], groups: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Each claim's independent unit — the least claim id of its merge component, among these claims only."""
     ids = set(claim_ids)
     parent = {c: c for c in ids}
 
@@ -138,8 +161,9 @@ def independent_units(claim_ids: Iterable[str], groups: Mapping[str, Sequence[st
     for members in groups.values():
         present = [m for m in members if m in ids]
         for other in present[1:]:
-            parent[find(other)] = find(present[0])
-    return len({find(c) for c in ids})
+            a, b = find(other), find(present[0])
+            parent[max(a, b)] = min(a, b)
+    return {c: find(c) for c in ids}
 
 
 def support(snapshot: LedgerSnapshot) -> dict[str, dict[str, int]]:
@@ -159,18 +183,22 @@ def support(snapshot: LedgerSnapshot) -> dict[str, dict[str, int]]:
 def page(items: Sequence[Any], cursor: int | None, section: str) -> dict[str, Any]:
     """One page of a paged section: items from the cursor's offset, and the call that reads the next page."""
     start = cursor or 0
-    chunk = list(items[start : start + PAGE_SIZE])
+    return page_of(items[start : start + PAGE_SIZE], start, len(items), section)
+
+
+def page_of(chunk: Sequence[Any], start: int, total: int, section: str) -> dict[str, Any]:
+    """A page whose items (at most PAGE_SIZE, from offset `start`) were read by index, of `total` in all."""
     following = start + len(chunk)
-    has_next = following < len(items) and following <= MAX_CURSOR
+    has_next = following < total and following <= MAX_CURSOR
     return {
-        "items": chunk,
+        "items": list(chunk),
         "offset": start,
-        "total": len(items),
+        "total": total,
         "nextCursor": following if has_next else None,
         # The cursor pages one section only, so say which (scope=all answers hold two paged sections).
         "next": {"tool": "get_workspace", "arguments": {"scope": section, "cursor": following}} if has_next else None,
         # Items past the last reachable page (cursor at most 96) are counted, not silently dropped.
-        "omitted": 0 if has_next else max(0, len(items) - following),
+        "omitted": 0 if has_next else max(0, total - following),
     }
 
 
@@ -184,7 +212,7 @@ def focus_order(snapshot: LedgerSnapshot, focus: str) -> list[ClaimView]:
     strong = {
         c.claim_id
         for c in snapshot.claims
-        if any(snapshot.source_types.get(s) in STRONG_SOURCE_TYPES for s in c.source_ids)
+        if grounded(c.source_ids, snapshot.source_types)
     }
 
     def base(c: ClaimView) -> tuple:
@@ -308,7 +336,7 @@ def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
             "total": len(claims),
             "independent": independent_units([c.claim_id for c in claims], snapshot.groups),
             "withoutPrimarySource": sum(
-                1 for c in claims if not any(snapshot.source_types.get(s) in STRONG_SOURCE_TYPES for s in c.source_ids)
+                1 for c in claims if not grounded(c.source_ids, snapshot.source_types)
             ),
             "weak": sum(1 for c in claims if c.confidence in ("disputed", "unknown")),
             "contradicted": sum(1 for c in claims if c.confidence == "contradicted" or c.claim_id in contradicted),

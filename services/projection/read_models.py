@@ -1,34 +1,26 @@
-"""The projection's read models: each case's view, kept by change events and rebuildable from the ledger."""
+"""The projection's read models: each case's view, kept row by row from every ledger change, rebuildable.
+
+A `ledger.changed` event carries its change; applying it rewrites only the rows the change touches and
+moves the summary's counters by the difference, so its cost is the size of the change, never of the
+ledger. Each case's view row records the revision it shows: an older event is skipped, the next one is
+applied, and a gap (a revision never seen) rebuilds the case from the ledger. Writers hold the case's
+view row only, never the case lock decisions take.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
-from services.projection import domain
+from services.projection import domain, view_rows
 from services.projection.ports import ProjectionUnitOfWork
+from services.projection.view_rows import GROUP_COUNTS, UNRESOLVED, ClaimRow, SourceRow
 from shared.events import EventType
+from shared.streams import PROJECTION_EVENT
 
-
-async def current_view(uow: ProjectionUnitOfWork, case: Any) -> dict[str, Any]:
-    """The case's read model when it is up to date with the ledger and its guidance; else computed now."""
-    stored = await uow.reads.stored_view(case.case_id)
-    marker = await uow.reads.guidance_marker(case.case_id)
-    if stored is not None and stored["revision"] == case.revision and stored["guidance_marker"] == marker:
-        return stored
-    return await compute_view(uow, case.case_id, case.revision) | {"guidance_marker": marker}
-
-
-async def compute_view(uow: ProjectionUnitOfWork, case_id: str, revision: int) -> dict[str, Any]:
-    snapshot = await uow.reads.snapshot(case_id, revision)
-    return domain.case_view(snapshot, await uow.reads.guidance(case_id))
-
-
-REFRESHING = {
-    EventType.CASE_CREATED.value,
-    EventType.LEDGER_CHANGED.value,
-    EventType.PROPOSAL_DECIDED.value,
-    EventType.GUIDANCE_ADDED.value,
-}
+APPLIED = (PROJECTION_EVENT,)  # the only events the projection's consumer is given (its subject filter)
 
 
 async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: ProjectionUnitOfWork) -> bool:
@@ -36,21 +28,45 @@ async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: Projection
     async with uow:
         if not await uow.reads.record_applied(envelope["id"], envelope["type"], stream_seq):
             return False
-        if envelope["type"] in REFRESHING:
-            await refresh_view(uow, envelope["data"]["caseId"])
+        if envelope["type"] == EventType.LEDGER_CHANGED.value:
+            data = envelope["data"]
+            await apply_revision(uow, data["caseId"], data["revision"], data["changes"])
         await uow.commit()
     return True
 
 
-async def refresh_view(uow: ProjectionUnitOfWork, case_id: str) -> None:
-    """Recompute a case's view from the ledger. The shared case lock keeps decisions out meanwhile, so
-    concurrent refreshes (several replicas) each see a settled ledger and write in ledger order."""
-    await uow.reads.lock_case_shared(case_id)
-    case = await uow.reads.case_row(case_id)
-    if case is None:
+async def apply_revision(uow: ProjectionUnitOfWork, case_id: str, revision: int, changes: dict[str, Any]) -> None:
+    state = await uow.views.lock(case_id)
+    if state.revision >= revision:
+        return  # shown already (applied before, or a rebuild covered it)
+    if state.revision < 0 or revision > state.revision + 1:
+        await rebuild_case(uow, case_id)  # never built, or a revision went missing
         return
-    marker = await uow.reads.guidance_marker(case_id)
-    await uow.reads.save_view(case_id, await compute_view(uow, case_id, case.revision), marker)
+    await Change(uow, case_id, revision, state.verdict_id).apply(changes)
+
+
+async def catch_up(uow: ProjectionUnitOfWork, case_id: str) -> None:
+    """Bring a case's view up to its ledger now: the revisions it lacks, from the change log."""
+    async with uow:
+        state = await uow.views.lock(case_id)
+        case = await uow.reads.case_row(case_id)
+        if case is None or 0 <= case.revision <= state.revision:
+            return
+        steps = [] if state.revision < 0 else await uow.reads.changes_since(case_id, state.revision, case.revision)
+        if len(steps) != case.revision - state.revision:
+            await rebuild_case(uow, case_id)
+        else:
+            verdict_id = state.verdict_id
+            for revision, changes in steps:
+                verdict_id = await Change(uow, case_id, revision, verdict_id).apply(changes)
+        await uow.commit()
+
+
+async def rebuild_case(uow: ProjectionUnitOfWork, case_id: str) -> None:
+    """Every row of a case's view from its ledger, at the ledger's revision (its view row held)."""
+    case = await uow.reads.case_row(case_id)
+    snapshot = await uow.reads.snapshot(case_id, case.revision)
+    await uow.views.replace_all(case_id, view_rows.case_rows(snapshot))
 
 
 async def rebuild(uow: ProjectionUnitOfWork) -> int:
@@ -59,6 +75,161 @@ async def rebuild(uow: ProjectionUnitOfWork) -> int:
         every_case = await uow.reads.case_ids()
     for case_id in every_case:
         async with uow:
-            await refresh_view(uow, case_id)
+            await uow.views.lock(case_id)
+            await rebuild_case(uow, case_id)
             await uow.commit()
     return len(every_case)
+
+
+class Change:
+    """One revision's change applied to a case's view rows: records that left first, then those added,
+    then what they change of the claims around them (merge units, grounding, contradictions, open items)."""
+
+    def __init__(self, uow: ProjectionUnitOfWork, case_id: str, revision: int, verdict_id: str | None) -> None:
+        self.views = uow.views
+        self.reads = uow.reads
+        self.case_id = case_id
+        self.revision = revision
+        self.verdict_id = verdict_id
+        self.delta: Counter[str] = Counter()
+        self.touched: set[str] = set()  # claims whose grounding or contradictions may have changed
+        self.units: set[str] = set()  # merge units to compute again
+
+    async def apply(self, changes: dict[str, Any]) -> str | None:
+        """Apply the change; the verdict it leaves."""
+        verdict_before = self.verdict_id
+        ended: dict[str, list[str]] = {"source": [], "claim": [], "relation": [], "group": []}
+        for record in changes.get("superseded", []):
+            ended[record["record"]].append(record["id"])
+        for record in changes.get("retired", []):
+            ended[record["record"]].append(record["id"])
+        await self._end_claims(ended["claim"])
+        await self._end_sources(ended["source"])
+        await self._end_relations(ended["relation"])
+        await self._end_groups(ended["group"])
+        await self._add_sources(changes.get("sourcesAdded", []))
+        await self._add_claims(changes.get("claimsAdded", []))
+        bases = {b for c in changes.get("claimsAdded", []) for b in c.get("bases", [])}
+        await self._add_relations(changes.get("relationsAdded", []), bases)
+        await self._add_groups(changes.get("groupsAdded", []))
+        await self._regroup()
+        await self._refresh()
+        if self.verdict_id != verdict_before:
+            await self._replace_unresolved([""], view_rows.case_unresolved(self.verdict_id))
+        await self.views.add_counts(self.case_id, self.delta)
+        await self.views.save_state(self.case_id, self.revision, self.verdict_id)
+        return self.verdict_id
+
+    # --- records leaving ----------------------------------------------------------------------------------
+
+    async def _end_claims(self, claim_ids: list[str]) -> None:
+        rows = await self.views.claims(self.case_id, claim_ids)
+        if not rows:
+            return
+        self.delta.subtract(sum((r.counts() for r in rows.values()), Counter()))
+        self.units |= {r.unit for r in rows.values() if not r.is_verdict}
+        await self._cite(Counter({s: -1 for r in rows.values() for s in r.source_ids}))
+        await self._replace_unresolved(list(rows), [])
+        await self.views.drop_claims(self.case_id, list(rows))
+        if self.verdict_id in rows:
+            self.verdict_id = None
+
+    async def _end_sources(self, source_ids: list[str]) -> None:
+        rows = await self.views.sources(self.case_id, source_ids)
+        if not rows:
+            return
+        self.delta.subtract(sum((r.counts() for r in rows.values()), Counter()))
+        await self.views.drop_sources(self.case_id, list(rows))
+        self.touched |= set(await self.reads.claims_citing(self.case_id, list(rows)))
+
+    async def _end_relations(self, relation_ids: list[str]) -> None:
+        if not relation_ids:
+            return
+        for relation in await self.reads.relations_by_id(self.case_id, relation_ids):
+            self.delta.subtract(view_rows.relation_counts(relation.type, relation.verdict_basis))
+            if relation.type == "contradicts":
+                self.touched.add(relation.target_claim_id)
+
+    async def _end_groups(self, group_ids: list[str]) -> None:
+        if not group_ids:
+            return
+        members = await self.views.members(self.case_id, group_ids)
+        self.units |= {r.unit for r in (await self.views.claims(self.case_id, members)).values()}
+        await self.views.drop_groups(self.case_id, group_ids)
+        self.delta.subtract({name: n * len(group_ids) for name, n in GROUP_COUNTS.items()})
+
+    # --- records added ------------------------------------------------------------------------------------
+
+    async def _add_sources(self, added: list[dict[str, Any]]) -> None:
+        rows = [SourceRow(s["id"], s["type"], self.revision) for s in added]
+        await self.views.put_sources(self.case_id, rows)
+        self.delta.update(sum((r.counts() for r in rows), Counter()))
+
+    async def _add_claims(self, added: list[dict[str, Any]]) -> None:
+        if not added:
+            return
+        cited = await self.views.sources(self.case_id, (s for c in added for s in c["sourceIds"]))
+        types = {s: row.type for s, row in cited.items()}
+        rows = [view_rows.new_claim(c, self.revision, types) for c in added]
+        await self.views.put_claims(self.case_id, rows)
+        self.delta.update(sum((r.counts() for r in rows), Counter()))
+        await self._cite(Counter(s for r in rows for s in r.source_ids))
+        self.touched |= {r.claim_id for r in rows}
+        self.verdict_id = next((r.claim_id for r in rows if r.is_verdict), self.verdict_id)
+
+    async def _add_relations(self, added: list[dict[str, Any]], bases: set[str]) -> None:
+        for relation in added:
+            self.delta.update(view_rows.relation_counts(relation["type"], relation["id"] in bases))
+            if relation["type"] == "contradicts":
+                self.touched.add(relation["targetClaimId"])
+
+    async def _add_groups(self, added: list[dict[str, Any]]) -> None:
+        if not added:
+            return
+        pairs = [(g["groupId"], m) for g in added for m in g["memberClaimIds"]]
+        await self.views.add_members(self.case_id, pairs)
+        self.units |= {r.unit for r in (await self.views.claims(self.case_id, [m for _, m in pairs])).values()}
+        self.delta.update({name: n * len(added) for name, n in GROUP_COUNTS.items()})
+
+    # --- what the records around them derive --------------------------------------------------------------
+
+    async def _cite(self, citations: Counter[str]) -> None:
+        """Move the counts of active claims citing these sources."""
+        rows = await self.views.sources(self.case_id, [s for s, n in citations.items() if n])
+        changed = [replace(r, cited_by=r.cited_by + citations[s]) for s, r in rows.items()]
+        await self._put_sources(rows.values(), changed)
+
+    async def _put_sources(self, before: Iterable[SourceRow], after: list[SourceRow]) -> None:
+        self.delta.update(view_rows.moved((r.counts() for r in before), (r.counts() for r in after)))
+        await self.views.put_sources(self.case_id, after)
+
+    async def _regroup(self) -> None:
+        if not self.units:
+            return
+        rows = {r.claim_id: r for r in await self.views.claims_in_units(self.case_id, self.units)}
+        groups = await self.views.groups_around(self.case_id, list(rows))
+        changed = view_rows.regrouped(rows.values(), groups)
+        await self._put_claims([rows[r.claim_id] for r in changed], changed)
+
+    async def _refresh(self) -> None:
+        """Ground the touched claims again, count what contradicts them, and rewrite their open items."""
+        rows = await self.views.claims(self.case_id, self.touched)
+        if not rows:
+            return
+        types = {s: r.type for s, r in
+                 (await self.views.sources(self.case_id, (s for r in rows.values() for s in r.source_ids))).items()}
+        against = domain.contradictions(
+            await self.reads.relations_into(self.case_id, list(rows), self.revision, types=["contradicts"]))
+        now = {c: replace(r, strong=domain.grounded(r.source_ids, types),
+                          contradicted_by=tuple(sorted(against.get(c, [])))) for c, r in rows.items()}
+        changed = [now[c] for c in rows if now[c] != rows[c]]
+        await self._put_claims([rows[r.claim_id] for r in changed], changed)
+        await self._replace_unresolved(list(rows), [u for r in now.values() for u in view_rows.claim_unresolved(r)])
+
+    async def _put_claims(self, before: list[ClaimRow], after: list[ClaimRow]) -> None:
+        self.delta.update(view_rows.moved((r.counts() for r in before), (r.counts() for r in after)))
+        await self.views.put_claims(self.case_id, after)
+
+    async def _replace_unresolved(self, claim_ids: list[str], rows: list[view_rows.UnresolvedRow]) -> None:
+        removed = await self.views.replace_unresolved(self.case_id, claim_ids, rows)
+        self.delta[UNRESOLVED] += len(rows) - removed

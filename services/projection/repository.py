@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, select, text
+from sqlalchemy import ColumnElement, Table, and_, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.projection import domain
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
+from services.projection.view_repository import SqlViews
 from shared.db.queries import items_with_outcomes, lock_case_shared
 from shared.db.session import Database
 from shared.db.tables import (
     agents,
     case_focus,
-    case_views,
     cases,
+    change_log,
     claim_sources,
     claims,
     decisions,
@@ -36,6 +39,12 @@ from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
 ACTIVE = "active"
+_noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
+
+
+def active_at(table: Table, revision: int) -> ColumnElement[bool]:
+    """Records installed by `revision` that had not yet left the ledger then: the ledger as of that revision."""
+    return and_(table.c.revision <= revision, or_(table.c.ended_revision.is_(None), table.c.ended_revision > revision))
 
 
 class SqlReads:
@@ -85,6 +94,7 @@ class SqlReads:
 
 
     async def snapshot(self, case_id: str, revision: int) -> LedgerSnapshot:
+        """The records active at `revision` (a later commit changes nothing of what this returns)."""
         cited = (
             select(claim_sources.c.claim_id, func.array_agg(text("source_id ORDER BY position")).label("source_ids"))
             .where(claim_sources.c.case_id == case_id)
@@ -94,13 +104,16 @@ class SqlReads:
         claim_rows = await self.connection.execute(
             select(claims, cited.c.source_ids)
             .select_from(claims.outerjoin(cited, cited.c.claim_id == claims.c.claim_id))
-            .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+            .where(claims.c.case_id == case_id, active_at(claims, revision))
+            .order_by(claims.c.revision, claims.c.claim_id)
         )
         source_rows = await self.connection.execute(
-            select(sources.c.source_id, sources.c.type).where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
+            select(sources.c.source_id, sources.c.type, sources.c.revision)
+            .where(sources.c.case_id == case_id, active_at(sources, revision))
+            .order_by(sources.c.revision, sources.c.source_id)
         )
         relation_rows = await self.connection.execute(
-            select(relations).where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
+            select(relations).where(relations.c.case_id == case_id, active_at(relations, revision))
         )
         member_rows = await self.connection.execute(
             select(merge_group_members.c.group_id, merge_group_members.c.claim_id)
@@ -111,11 +124,12 @@ class SqlReads:
                     merge_groups.c.group_id == merge_group_members.c.group_id,
                 ),
             )
-            .where(merge_group_members.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+            .where(merge_group_members.c.case_id == case_id, active_at(merge_groups, revision))
         )
         groups: dict[str, list[str]] = {}
         for row in member_rows:
             groups.setdefault(row.group_id, []).append(row.claim_id)
+        sources_found = list(source_rows)
         return LedgerSnapshot(
             revision=revision,
             claims=[
@@ -131,13 +145,72 @@ class SqlReads:
                 )
                 for r in claim_rows
             ],
-            source_types={r.source_id: r.type for r in source_rows},
+            source_types={r.source_id: r.type for r in sources_found},
+            source_revisions={r.source_id: r.revision for r in sources_found},
             relations=[
                 RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
                 for r in relation_rows
             ],
             groups=groups,
         )
+
+
+    # --- what applying one ledger change reads of the ledger (ids the change names, at its revision) -----
+
+    async def changes_since(self, case_id: str, after: int, upto: int) -> list[tuple[int, dict[str, Any]]]:
+        """The change log's entries after a revision, up to another: each revision's change, in order."""
+        rows = await self.connection.execute(
+            select(change_log.c.revision, change_log.c.changes)
+            .where(change_log.c.case_id == case_id, change_log.c.revision > after, change_log.c.revision <= upto)
+            .order_by(change_log.c.revision))
+        return [(r.revision, r.changes) for r in rows]
+
+
+    async def relations_by_id(self, case_id: str, relation_ids: Sequence[str]) -> list[RelationView]:
+        rows = await self.connection.execute(
+            select(relations).where(relations.c.case_id == case_id, relations.c.relation_id.in_(relation_ids)))
+        return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
+                for r in rows]
+
+
+    async def relations_into(self, case_id: str, claim_ids: Sequence[str], revision: int,
+                             types: Sequence[str] | None = None) -> list[RelationView]:
+        """The relations (of these types, or any) pointing at these claims, active at `revision`."""
+        query = select(relations).where(relations.c.case_id == case_id, relations.c.target_claim_id.in_(claim_ids),
+                                        active_at(relations, revision))
+        rows = await self.connection.execute(query.where(relations.c.type.in_(types)) if types else query)
+        return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
+                for r in rows]
+
+
+    async def claims_citing(self, case_id: str, source_ids: Sequence[str]) -> list[str]:
+        rows = await self.connection.execute(select(claim_sources.c.claim_id).where(
+            claim_sources.c.case_id == case_id, claim_sources.c.source_id.in_(source_ids)))
+        return [r.claim_id for r in rows]
+
+
+    async def verdict(self, case_id: str, claim_id: str, revision: int) -> dict[str, Any] | None:
+        """`domain.verdict_view` of the case's verdict, from its own records."""
+        found = await self.snapshot_of_claims(case_id, [claim_id])
+        if not found:
+            return None
+        bases = [r for r in await self.relations_into(case_id, [claim_id], revision)
+                 if r.verdict_basis]
+        return domain.verdict_view(LedgerSnapshot(revision, claims=found, relations=bases))
+
+
+    async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str]) -> list[ClaimView]:
+        cited = await self.connection.execute(
+            select(claim_sources.c.claim_id, claim_sources.c.source_id)
+            .where(claim_sources.c.case_id == case_id, claim_sources.c.claim_id.in_(claim_ids))
+            .order_by(claim_sources.c.claim_id, claim_sources.c.position))
+        source_ids: dict[str, list[str]] = {}
+        for r in cited:
+            source_ids.setdefault(r.claim_id, []).append(r.source_id)
+        rows = await self.connection.execute(
+            select(claims).where(claims.c.case_id == case_id, claims.c.claim_id.in_(claim_ids)))
+        return [ClaimView(r.claim_id, r.text, r.kind, r.confidence, r.lane, r.display_order,
+                          tuple(source_ids.get(r.claim_id, ())), r.revision) for r in rows]
 
 
     async def pending_proposals(self, case_id: str) -> list[dict[str, Any]]:
@@ -260,8 +333,8 @@ class SqlReads:
         return dict(sorted(by_kind.items()))
 
 
-    async def guidance(self, case_id: str) -> list[dict[str, Any]]:
-        """Reviewers' decision notes and case guidance, newest first."""
+    async def guidance(self, case_id: str, limit: int) -> list[dict[str, Any]]:
+        """Reviewers' decision notes and case guidance, newest first: the first `limit` of them."""
         decided = await self.connection.execute(
             select(
                 decisions.c.decision_id,
@@ -275,8 +348,10 @@ class SqlReads:
             )
             .join(proposals, proposals.c.proposal_id == decisions.c.proposal_id)
             .join(item_decisions, item_decisions.c.decision_id == decisions.c.decision_id)
-            .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
+            .where(decisions.c.case_id == case_id, _noted)
             .group_by(decisions.c.decision_id, proposals.c.kind, proposals.c.agent_name)
+            .order_by(decisions.c.decided_at.desc())
+            .limit(limit)
         )
         entries = [
             {
@@ -292,14 +367,23 @@ class SqlReads:
             }
             for r in decided
         ]
-        notes = await self.connection.execute(select(guidance_notes).where(guidance_notes.c.case_id == case_id))
+        notes = await self.connection.execute(select(guidance_notes).where(guidance_notes.c.case_id == case_id)
+                                              .order_by(guidance_notes.c.created_at.desc()).limit(limit))
         entries += [
             {"type": "case_guidance", "at": r.created_at, "reviewer": r.author, "note": r.text} for r in notes
         ]
         entries.sort(key=lambda e: e["at"], reverse=True)
         for entry in entries:
             entry["at"] = entry["at"].isoformat()
-        return entries
+        return entries[:limit]
+
+
+    async def guidance_total(self, case_id: str) -> int:
+        notes = await self.connection.execute(
+            select(func.count()).select_from(decisions).where(decisions.c.case_id == case_id, _noted))
+        written = await self.connection.execute(
+            select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id))
+        return notes.scalar_one() + written.scalar_one()
 
 
     async def provenance_of_claims(self, case_id: str) -> dict[str, dict[str, Any]]:
@@ -322,44 +406,7 @@ class SqlReads:
         return [dict(r) for r in rows.mappings()]
 
 
-    # --- read models ------------------------------------------------------------------------------------
-
-
-    async def guidance_marker(self, case_id: str) -> str:
-        """Identifies the state of a case's guidance: notes are append-only, so their counts suffice."""
-        notes = (await self.connection.execute(
-            select(func.count()).select_from(decisions)
-            .where(decisions.c.case_id == case_id, decisions.c.note.is_not(None), decisions.c.note != "")
-        )).scalar_one()
-        written = (await self.connection.execute(
-            select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id)
-        )).scalar_one()
-        return f"decisions:{notes}/notes:{written}"
-
-
-    async def stored_view(self, case_id: str) -> dict[str, Any] | None:
-        row = (await self.connection.execute(select(case_views).where(case_views.c.case_id == case_id))).mappings().first()
-        return dict(row) if row else None
-
-
-    async def save_view(self, case_id: str, view: dict[str, Any], marker: str) -> None:
-        values = {
-            "revision": view["revision"],
-            "guidance_marker": marker,
-            "summary": view["summary"],
-            "unresolved": view["unresolved"],
-            "guidance": view["guidance"],
-        }
-        statement = pg_insert(case_views).values(case_id=case_id, **values)
-        await self.connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=[case_views.c.case_id],
-                set_={**values, "updated_at": func.now()},
-                # Never replace a view with one computed from an older ledger.
-                where=case_views.c.revision <= statement.excluded.revision,
-            )
-        )
-
+    # --- the projection's inbox ---------------------------------------------------------------------------
 
     async def record_applied(self, event_id: str, event_type: str, stream_seq: int) -> bool:
         """Record an event as applied; False when it already was (a redelivery)."""
@@ -376,11 +423,6 @@ class SqlReads:
         return list((await self.connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())
 
 
-    async def all_views(self) -> dict[str, dict[str, Any]]:
-        rows = await self.connection.execute(select(case_views).order_by(case_views.c.case_id))
-        return {r["case_id"]: {k: v for k, v in dict(r).items() if k != "updated_at"} for r in rows.mappings()}
-
-
 class SqlProjectionUnitOfWork(SqlUnitOfWork, ProjectionUnitOfWork):
     def __init__(self, db: Database, origin: Origin, default_case: str | None = None) -> None:
         super().__init__(db, origin)
@@ -388,6 +430,7 @@ class SqlProjectionUnitOfWork(SqlUnitOfWork, ProjectionUnitOfWork):
 
     def bind(self, connection: AsyncConnection) -> None:
         self.reads = SqlReads(connection)
+        self.views = SqlViews(connection)
         self.theses = SqlTheses(connection)
 
     @classmethod

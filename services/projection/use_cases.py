@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.projection import domain
+from services.projection import domain, read_models, workspace
 from services.projection.ports import ProjectionUnitOfWork
-from services.projection.read_models import current_view
+from services.projection.view_rows import ViewState
 from shared import events, ledger
 from shared.contracts import (
     CaseRef,
@@ -15,10 +15,13 @@ from shared.contracts import (
     SetFocusArgs,
     ToolRequest,
 )
-from shared.errors import InvalidArgument, NoActiveCase, NotFound
+from shared.errors import InvalidArgument, NoActiveCase, NotFound, Unavailable
 from shared.events import FocusChanged
 
 PAGED = ("unresolved", "guidance")
+
+
+CATCH_UP_ATTEMPTS = 3
 
 
 async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
@@ -30,35 +33,47 @@ async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionU
             hint="omit cursor, or use it with scope=unresolved or scope=guidance",
         )
     agent = request.actor.name
-    async with uow.read():
-        case_id = await _active_case(uow, agent)
-        case = await uow.reads.case_row(case_id)
-        focus = await uow.reads.focus_of(case_id)
-        view = await current_view(uow, case)
-        workspace: dict[str, Any] = {
-            "caseId": case_id,
-            "workspaceRevision": case.revision,
-            "scope": scope,
-            "focus": focus,
-            "title": case.title,
-            "question": case.question,
-        }
-        shows = domain.sections(scope)
-        if "summary" in shows:
-            workspace.update(await _summary(uow, case_id, view))
-        if "claims" in shows:
-            snapshot = await uow.reads.snapshot(case_id, case.revision)
-            workspace["claims"] = _claims(snapshot, focus)
-        if "sources" in shows:
-            snapshot = await uow.reads.snapshot(case_id, case.revision)
-            workspace["sources"] = await _sources(uow, case_id, snapshot, focus)
-        if "proposals" in shows:
-            workspace["proposals"] = await _proposals(uow, case_id, agent)
-        if "unresolved" in shows:
-            workspace["unresolved"] = domain.page(view["unresolved"], request.args.cursor, "unresolved")
-        if "guidance" in shows:
-            workspace["guidance"] = domain.page(_guidance(view), request.args.cursor, "guidance")
-    return workspace
+    for attempt in range(1, CATCH_UP_ATTEMPTS + 1):
+        async with uow.read():
+            case_id = await _active_case(uow, agent)
+            case = await uow.reads.case_row(case_id)
+            state = await uow.views.state(case_id)
+            # The view behind the ledger (its events still on their way) catches up first; if decisions
+            # keep moving the ledger meanwhile, the last attempt answers with the revision the view shows.
+            if state is not None and (state.revision >= case.revision
+                                      or (attempt == CATCH_UP_ATTEMPTS and state.revision >= 0)):
+                return await _workspace(uow, request, scope, case, state)
+        await read_models.catch_up(uow, case_id)
+    raise Unavailable("the case's view is still being built", hint="call get_workspace again in a moment")
+
+
+async def _workspace(uow: ProjectionUnitOfWork, request: ToolRequest[GetWorkspaceArgs], scope: str, case: Any,
+                     state: ViewState) -> dict[str, Any]:
+    case_id = case.case_id
+    focus = await uow.reads.focus_of(case_id)
+    counts = await uow.views.counts(case_id)
+    found: dict[str, Any] = {
+        "caseId": case_id,
+        "workspaceRevision": state.revision,
+        "scope": scope,
+        "focus": focus,
+        "title": case.title,
+        "question": case.question,
+    }
+    shows = domain.sections(scope)
+    if "summary" in shows:
+        found.update(await workspace.summary(uow, case_id, state, counts))
+    if "claims" in shows:
+        found["claims"] = await workspace.claims(uow, case_id, state, focus, counts)
+    if "sources" in shows:
+        found["sources"] = await workspace.sources(uow, case_id, focus, counts)
+    if "proposals" in shows:
+        found["proposals"] = await _proposals(uow, case_id, request.actor.name)
+    if "unresolved" in shows:
+        found["unresolved"] = await workspace.unresolved(uow, case_id, request.args.cursor, counts)
+    if "guidance" in shows:
+        found["guidance"] = await workspace.guidance(uow, case_id, request.args.cursor, counts)
+    return found
 
 
 async def _active_case(uow: ProjectionUnitOfWork, agent: str) -> str:
@@ -74,34 +89,9 @@ async def _active_case(uow: ProjectionUnitOfWork, agent: str) -> str:
     return case_id
 
 
-async def _summary(uow: ProjectionUnitOfWork, case_id: str, view: dict[str, Any]) -> dict[str, Any]:
-    pending = await uow.reads.pending_by_kind(case_id)
-    counts = view["summary"]["counts"]
-    verdict = view["summary"]["verdict"] | {"pendingProposals": pending.get("verdict", 0)}
-    return {
-        "counts": {
-            **counts,
-            "pendingProposals": {"total": sum(pending.values()), "byKind": pending},
-            "unresolved": len(view["unresolved"]),
-        },
-        "verdict": verdict,
-        "evidenceHealth": view["summary"]["evidenceHealth"],
-        "nextSteps": domain.next_steps(
-            sources=counts["sources"]["total"],
-            claims=counts["claims"]["total"],
-            relations=counts["relations"]["total"],
-            has_verdict=verdict["state"] == "accepted",
-            pending=sum(pending.values()),
-            unresolved_count=len(view["unresolved"]),
-        ),
-        "sections": "get_workspace scope=claims|sources|proposals|unresolved|guidance|all for detail",
-    }
-
-
-def _claims(
-    snapshot: domain.LedgerSnapshot, focus: str, cap: int = domain.CLAIMS_CAP, with_verdict: bool = True
-) -> dict[str, Any]:
-    ordered = [c for c in domain.focus_order(snapshot, focus) if with_verdict or not c.is_verdict]
+def _ledger_claims(snapshot: domain.LedgerSnapshot, focus: str, cap: int) -> dict[str, Any]:
+    """Every claim but the verdict, from the whole ledger (the reviewers' case ledger)."""
+    ordered = [c for c in domain.focus_order(snapshot, focus) if not c.is_verdict]
     listed, omitted = domain.capped(ordered, cap)
     support = domain.support(snapshot)
     groups_of: dict[str, list[str]] = {}
@@ -115,51 +105,8 @@ def _claims(
     return {
         "total": len(ordered),
         "omitted": omitted,
-        "items": [
-            {
-                "claimId": c.claim_id,
-                "text": c.text,
-                "kind": c.kind,
-                "confidence": c.confidence,
-                "lane": c.lane,
-                "order": c.order,
-                "sourceIds": list(c.source_ids),
-                "revision": c.revision,
-                "groups": sorted(groups_of.get(c.claim_id, []))[: domain.GROUPS_PER_CLAIM_CAP],
-                "groupsOmitted": max(0, len(groups_of.get(c.claim_id, [])) - domain.GROUPS_PER_CLAIM_CAP),
-                "independentSupport": support.get(c.claim_id, {}).get("supports", 0),
-                "independentContradiction": support.get(c.claim_id, {}).get("contradicts", 0),
-                "unresolved": open_by_claim.get(c.claim_id, []),
-            }
-            for c in listed
-        ],
-    }
-
-
-async def _sources(uow: ProjectionUnitOfWork, case_id: str, snapshot: domain.LedgerSnapshot, focus: str) -> dict[str, Any]:
-    rows = domain.sources_in_focus(await uow.reads.source_list(case_id),
-                                   domain.focus_order(snapshot, focus), focus)
-    listed, omitted = domain.capped(rows, domain.SOURCES_CAP)
-    return {
-        "total": len(rows),
-        "omitted": omitted,
-        "note": "metadata only; read evidence text with inspect_sources",
-        "items": [
-            {
-                "sourceId": r["source_id"],
-                "publisher": r["publisher"],
-                "title": r["title"],
-                "url": r["url"],
-                "type": r["type"],
-                "publicationDate": r["publication_date"],
-                "snapshotDate": r["snapshot_date"],
-                "authority": r["authority"],
-                "revision": r["revision"],
-                "transcriptions": r["transcriptions"],
-                "derivedClaims": r["derived"],
-            }
-            for r in listed
-        ],
+        "items": [workspace.claim_item(c, groups_of.get(c.claim_id, []), support.get(c.claim_id, {}),
+                                       open_by_claim.get(c.claim_id, [])) for c in listed],
     }
 
 
@@ -188,15 +135,6 @@ async def _proposals(uow: ProjectionUnitOfWork, case_id: str, agent: str) -> dic
     }
 
 
-def _guidance(view: dict[str, Any]) -> list[dict[str, Any]]:
-    """Reviewers' notes newest first, then the gaps the ledger shows."""
-    gaps = [
-        {"type": "gap", "gap": item["type"], "claimId": item.get("claimId"), "note": item["action"]}
-        for item in view["unresolved"]
-    ]
-    return view["guidance"] + gaps
-
-
 LEDGER_CLAIMS_CAP = 500
 LEDGER_GUIDANCE_CAP = 20
 
@@ -215,8 +153,8 @@ async def case_ledger(cmd: CaseRef, uow: ProjectionUnitOfWork) -> dict[str, Any]
         groups = await uow.reads.group_list(cmd.case_id)
         pending = await uow.reads.pending_proposals(cmd.case_id)
         pending_items = await uow.reads.proposal_items_status([p["proposal_id"] for p in pending])
-        guidance = (await current_view(uow, case))["guidance"]
-    claims = _claims(snapshot, focus, cap=LEDGER_CLAIMS_CAP, with_verdict=False)
+        guidance = await uow.reads.guidance(cmd.case_id, LEDGER_GUIDANCE_CAP)
+    claims = _ledger_claims(snapshot, focus, LEDGER_CLAIMS_CAP)
     for claim in claims["items"]:
         claim["provenance"] = provenance.get(claim["claimId"])
     verdict = snapshot.verdict
@@ -246,7 +184,7 @@ async def case_ledger(cmd: CaseRef, uow: ProjectionUnitOfWork) -> dict[str, Any]
             for g in groups
         ],
         "unresolved": len(domain.unresolved(snapshot)),
-        "guidance": guidance[:LEDGER_GUIDANCE_CAP],
+        "guidance": guidance,
         "pendingProposals": [
             {"proposalId": p["proposal_id"], "kind": p["kind"], "agent": p["agent_name"],
              "stagedAt": p["created_at"].isoformat(), "pinnedRevision": p["pinned_revision"],

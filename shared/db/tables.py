@@ -422,18 +422,6 @@ Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS N
 
 # --- read models (writer: projection) ---------------------------------------------------------------
 
-case_views = Table(  # writer: projection — derived from the ledger; rebuildable at any time
-    "case_views",
-    metadata,
-    Column("case_id", Text, ForeignKey("cases.case_id"), primary_key=True),
-    Column("revision", BigInteger, nullable=False),
-    Column("guidance_marker", Text, nullable=False),
-    Column("unresolved", JSONB, nullable=False),
-    Column("summary", JSONB, nullable=False),
-    Column("guidance", JSONB, nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-)
-
 projection_inbox = Table(  # writer: projection — events already applied, recorded with their effect
     "projection_inbox",
     metadata,
@@ -446,3 +434,7 @@ projection_inbox = Table(  # writer: projection — events already applied, reco
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
 
 from shared.db import webhook_tables  # noqa: E402, F401
+
+# --- the projection's case views (writer: projection): in view_tables.py, imported here likewise ---------
+
+from shared.db import view_tables  # noqa: E402, F401

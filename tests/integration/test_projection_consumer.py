@@ -5,7 +5,8 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from services.projection import read_models
-from services.projection.repository import SqlProjectionUnitOfWork, SqlReads
+from services.projection.repository import SqlProjectionUnitOfWork
+from services.projection.view_repository import SqlViews
 from shared.events import Origin
 from shared.subjects import Subjects
 from tests.events import stream_events, wait_until_projected, wait_until_published, wait_until_redelivered
@@ -15,15 +16,22 @@ from tests.support import connect_nats
 
 async def view_revision(stack, case_id: str) -> int | None:
     async with stack.db.engine.connect() as connection:
-        view = await SqlReads(connection).stored_view(case_id)
-    return view["revision"] if view else None
+        view = await SqlViews(connection).state(case_id)
+    return view.revision if view else None
+
+
+async def record_source(stack, case_id: str, source_id: str) -> None:
+    async with stack.api() as api:
+        recorded = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item(source_id)]})
+        assert recorded.status_code == 201, recorded.text
 
 
 async def test_a_failing_event_is_redelivered_until_it_applies_then_never_again(stack):
     case_id = await new_case(stack)
+    await record_source(stack, case_id, "first")
     await wait_until_published(stack.db)
     await wait_until_projected(stack.settings)
-    assert await view_revision(stack, case_id) == 0
+    assert await view_revision(stack, case_id) == 1
 
     async with stack.db.engine.begin() as connection:
         await connection.execute(text(
@@ -34,19 +42,17 @@ async def test_a_failing_event_is_redelivered_until_it_applies_then_never_again(
             "CREATE TRIGGER refuse_view BEFORE INSERT OR UPDATE ON case_views "
             "FOR EACH ROW EXECUTE FUNCTION refuse_view()"))
     try:
-        async with stack.api() as api:
-            recorded = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("late")]})
-            assert recorded.status_code == 201
+        await record_source(stack, case_id, "late")
         await wait_until_published(stack.db)
         await wait_until_redelivered(stack.settings)  # a first attempt failed and was tried again
-        assert await view_revision(stack, case_id) == 0
+        assert await view_revision(stack, case_id) == 1
     finally:
         async with stack.db.engine.begin() as connection:
             await connection.execute(text("DROP TRIGGER refuse_view ON case_views"))
             await connection.execute(text("DROP FUNCTION refuse_view()"))
 
     await wait_until_projected(stack.settings)
-    assert await view_revision(stack, case_id) == 1
+    assert await view_revision(stack, case_id) == 2
 
     event = next(e for e in await stream_events(stack.settings)
                  if e["type"] == "threadline.ledger.changed" and e["data"]["caseId"] == case_id)
@@ -70,9 +76,7 @@ async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_stil
                              b'"threadline.ledger.changed", "data": {}}')
         finally:
             await connection.close()
-        async with stack.api() as api:
-            recorded = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("after")]})
-            assert recorded.status_code == 201
+        await record_source(stack, case_id, "after")
         await wait_until_published(stack.db)
         await wait_until_projected(settings, timeout=20)  # nothing is left pending or unacknowledged
         assert await view_revision(stack, case_id) == 1

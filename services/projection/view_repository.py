@@ -1,0 +1,273 @@
+"""The projection's own tables: the rows of each case's view, written change by change and read by index."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from services.projection.view_rows import NEVER_BUILT, CaseRows, ClaimRow, SourceRow, UnresolvedRow, ViewState
+from shared.db.tables import claims, sources
+from shared.db.view_tables import (
+    case_views,
+    view_claims,
+    view_counts,
+    view_group_members,
+    view_sources,
+    view_unresolved,
+)
+
+VIEW_TABLES = (view_counts, view_sources, view_claims, view_group_members, view_unresolved)
+
+
+def _claim_values(case_id: str, row: ClaimRow) -> dict[str, Any]:
+    return {
+        "case_id": case_id, "claim_id": row.claim_id, "kind": row.kind, "confidence": row.confidence,
+        "lane": row.lane, "display_order": row.order, "revision": row.revision, "source_ids": list(row.source_ids),
+        "lane_rank": row.lane_rank, "lane_key": row.lane or "", "order_key": row.order or 0,
+        "strong": row.strong, "open": bool(row.open_items), "contradicted_by": list(row.contradicted_by),
+        "unit": row.unit,
+    }
+
+
+def _claim_row(r: Any) -> ClaimRow:
+    return ClaimRow(r.claim_id, r.kind, r.confidence, r.lane, r.display_order, r.revision, tuple(r.source_ids),
+                    r.strong, tuple(r.contradicted_by), r.unit)
+
+
+def _unresolved_values(case_id: str, row: UnresolvedRow) -> dict[str, Any]:
+    return {"case_id": case_id, "claim_revision": row.claim_revision, "claim_id": row.claim_id,
+            "position": row.position, "type": row.item["type"], "detail": row.item["detail"],
+            "action": row.item["action"]}
+
+
+def _item(r: Any) -> dict[str, Any]:
+    return {"type": r.type, **({"claimId": r.claim_id} if r.claim_id else {}), "detail": r.detail,
+            "action": r.action}
+
+
+CLAIM_ORDER = (view_claims.c.lane_rank, view_claims.c.lane_key, view_claims.c.order_key, view_claims.c.revision,
+               view_claims.c.claim_id)
+CLAIM_FOCUS = {  # domain.focus_order, as the indexes of view_claims hold it
+    "all": CLAIM_ORDER,
+    "unresolved": (view_claims.c.open.desc(), *CLAIM_ORDER),
+    "primary_evidence": (view_claims.c.strong.desc(), *CLAIM_ORDER),
+}
+SOURCE_ORDER = (view_sources.c.revision, view_sources.c.source_id)
+SOURCE_FOCUS = {"all": SOURCE_ORDER, "primary_evidence": (view_sources.c.strong.desc(), *SOURCE_ORDER)}
+SOURCE_FIELDS = (sources.c.publisher, sources.c.title, sources.c.url, sources.c.type, sources.c.publication_date,
+                 sources.c.snapshot_date, sources.c.authority, sources.c.revision,
+                 func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"),
+                 view_sources.c.source_id, view_sources.c.cited_by.label("derived"))
+
+
+class SqlViews:
+    """Rows of the case views. Writers hold the case's view row (`lock`), never a ledger lock."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+
+    # --- the case's own row ----------------------------------------------------------------------------
+
+    async def lock(self, case_id: str) -> ViewState:
+        """Hold the case's view until commit (concurrent writers of one case go one after the other)."""
+        await self.connection.execute(pg_insert(case_views).values(case_id=case_id, revision=NEVER_BUILT)
+                                      .on_conflict_do_nothing())
+        row = (await self.connection.execute(
+            select(case_views.c.revision, case_views.c.verdict_id).where(case_views.c.case_id == case_id)
+            .with_for_update())).one()
+        return ViewState(row.revision, row.verdict_id)
+
+    async def state(self, case_id: str) -> ViewState | None:
+        row = (await self.connection.execute(
+            select(case_views.c.revision, case_views.c.verdict_id).where(case_views.c.case_id == case_id))).first()
+        return ViewState(row.revision, row.verdict_id) if row else None
+
+    async def save_state(self, case_id: str, revision: int, verdict_id: str | None) -> None:
+        await self.connection.execute(update(case_views).where(case_views.c.case_id == case_id).values(
+            revision=revision, verdict_id=verdict_id, updated_at=func.now()))
+
+    async def replace_all(self, case_id: str, rows: CaseRows) -> None:
+        """Every row of the case from scratch (a rebuild)."""
+        for table in VIEW_TABLES:
+            await self.connection.execute(delete(table).where(table.c.case_id == case_id))
+        await self.put_sources(case_id, rows.sources)
+        await self.put_claims(case_id, rows.claims)
+        await self.add_members(case_id, rows.members)
+        await self.add_unresolved(case_id, rows.unresolved)
+        await self.add_counts(case_id, rows.counts)
+        await self.save_state(case_id, rows.revision, rows.verdict_id)
+
+    # --- counters ---------------------------------------------------------------------------------------
+
+    async def add_counts(self, case_id: str, delta: Counter[str]) -> None:
+        moved = [{"case_id": case_id, "name": name, "value": value} for name, value in sorted(delta.items()) if value]
+        if moved:
+            statement = pg_insert(view_counts)
+            await self.connection.execute(statement.on_conflict_do_update(
+                index_elements=[view_counts.c.case_id, view_counts.c.name],
+                set_={"value": view_counts.c.value + statement.excluded.value}), moved)
+
+    async def counts(self, case_id: str) -> dict[str, int]:
+        rows = await self.connection.execute(
+            select(view_counts.c.name, view_counts.c.value).where(view_counts.c.case_id == case_id))
+        return {r.name: r.value for r in rows}
+
+    # --- sources ----------------------------------------------------------------------------------------
+
+    async def sources(self, case_id: str, source_ids: Iterable[str]) -> dict[str, SourceRow]:
+        wanted = sorted(set(source_ids))
+        if not wanted:
+            return {}
+        rows = await self.connection.execute(select(view_sources).where(
+            view_sources.c.case_id == case_id, view_sources.c.source_id.in_(wanted)))
+        return {r.source_id: SourceRow(r.source_id, r.type, r.revision, r.cited_by) for r in rows}
+
+    async def put_sources(self, case_id: str, rows: Sequence[SourceRow]) -> None:
+        if not rows:
+            return
+        statement = pg_insert(view_sources)
+        await self.connection.execute(statement.on_conflict_do_update(
+            index_elements=[view_sources.c.case_id, view_sources.c.source_id],
+            set_={"cited_by": statement.excluded.cited_by}),
+            [{"case_id": case_id, "source_id": r.source_id, "type": r.type, "revision": r.revision,
+              "strong": r.strong, "cited_by": r.cited_by} for r in rows])
+
+    async def drop_sources(self, case_id: str, source_ids: Sequence[str]) -> None:
+        await self.connection.execute(delete(view_sources).where(
+            view_sources.c.case_id == case_id, view_sources.c.source_id.in_(source_ids)))
+
+    # --- claims -----------------------------------------------------------------------------------------
+
+    async def claims(self, case_id: str, claim_ids: Iterable[str]) -> dict[str, ClaimRow]:
+        wanted = sorted(set(claim_ids))
+        if not wanted:
+            return {}
+        rows = await self.connection.execute(select(view_claims).where(
+            view_claims.c.case_id == case_id, view_claims.c.claim_id.in_(wanted)))
+        return {r.claim_id: _claim_row(r) for r in rows}
+
+    async def claims_in_units(self, case_id: str, units: Iterable[str]) -> list[ClaimRow]:
+        rows = await self.connection.execute(select(view_claims).where(
+            view_claims.c.case_id == case_id, view_claims.c.unit.in_(sorted(set(units)))))
+        return [_claim_row(r) for r in rows]
+
+    async def put_claims(self, case_id: str, rows: Sequence[ClaimRow]) -> None:
+        if not rows:
+            return
+        statement = pg_insert(view_claims)
+        columns = [c.name for c in view_claims.columns if c.name not in ("case_id", "claim_id")]
+        await self.connection.execute(statement.on_conflict_do_update(
+            index_elements=[view_claims.c.case_id, view_claims.c.claim_id],
+            set_={name: statement.excluded[name] for name in columns}),
+            [_claim_values(case_id, r) for r in rows])
+
+    async def drop_claims(self, case_id: str, claim_ids: Sequence[str]) -> None:
+        await self.connection.execute(delete(view_claims).where(
+            view_claims.c.case_id == case_id, view_claims.c.claim_id.in_(claim_ids)))
+
+    # --- merge groups -----------------------------------------------------------------------------------
+
+    async def members(self, case_id: str, group_ids: Sequence[str]) -> list[str]:
+        rows = await self.connection.execute(select(view_group_members.c.claim_id).where(
+            view_group_members.c.case_id == case_id, view_group_members.c.group_id.in_(group_ids)))
+        return [r.claim_id for r in rows]
+
+    async def groups_around(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The active groups holding any of the claims, with those of their members that are among them."""
+        rows = await self.connection.execute(select(view_group_members.c.group_id, view_group_members.c.claim_id)
+                                             .where(view_group_members.c.case_id == case_id,
+                                                    view_group_members.c.claim_id.in_(sorted(set(claim_ids)))))
+        groups: dict[str, list[str]] = {}
+        for r in rows:
+            groups.setdefault(r.group_id, []).append(r.claim_id)
+        return groups
+
+    async def add_members(self, case_id: str, pairs: Sequence[tuple[str, str]]) -> None:
+        if pairs:
+            await self.connection.execute(pg_insert(view_group_members).on_conflict_do_nothing(),
+                                          [{"case_id": case_id, "group_id": g, "claim_id": c} for g, c in pairs])
+
+    async def drop_groups(self, case_id: str, group_ids: Sequence[str]) -> None:
+        await self.connection.execute(delete(view_group_members).where(
+            view_group_members.c.case_id == case_id, view_group_members.c.group_id.in_(group_ids)))
+
+    # --- unresolved items -------------------------------------------------------------------------------
+
+    async def add_unresolved(self, case_id: str, rows: Sequence[UnresolvedRow]) -> None:
+        if rows:
+            await self.connection.execute(view_unresolved.insert(), [_unresolved_values(case_id, r) for r in rows])
+
+    async def replace_unresolved(self, case_id: str, claim_ids: Sequence[str], rows: Sequence[UnresolvedRow]) -> int:
+        """Replace the items of these claims ('' for the case's own); how many there were before."""
+        removed = await self.connection.execute(delete(view_unresolved).where(
+            view_unresolved.c.case_id == case_id, view_unresolved.c.claim_id.in_(claim_ids))
+            .returning(view_unresolved.c.position))
+        await self.add_unresolved(case_id, rows)
+        return len(removed.all())
+
+    # --- reads by index, for the bounded sections -------------------------------------------------------
+
+    async def unresolved_page(self, case_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
+        rows = await self.connection.execute(
+            select(view_unresolved).where(view_unresolved.c.case_id == case_id)
+            .order_by(view_unresolved.c.claim_revision, view_unresolved.c.claim_id, view_unresolved.c.position)
+            .offset(offset).limit(limit))
+        return [_item(r) for r in rows]
+
+    async def claim_page(self, case_id: str, focus: str, offset: int, limit: int) -> list[tuple[ClaimRow, str]]:
+        """Claims in the focus order, each with its text."""
+        rows = await self.connection.execute(
+            select(view_claims, claims.c.text)
+            .join(claims, and_(claims.c.case_id == view_claims.c.case_id, claims.c.claim_id == view_claims.c.claim_id))
+            .where(view_claims.c.case_id == case_id)
+            .order_by(*CLAIM_FOCUS.get(focus, CLAIM_ORDER)).offset(offset).limit(limit))
+        return [(_claim_row(r), r.text) for r in rows]
+
+    async def open_types(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, list[str]]:
+        rows = await self.connection.execute(
+            select(view_unresolved.c.claim_id, view_unresolved.c.type)
+            .where(view_unresolved.c.case_id == case_id, view_unresolved.c.claim_id.in_(claim_ids))
+            .order_by(view_unresolved.c.claim_id, view_unresolved.c.position))
+        found: dict[str, list[str]] = {}
+        for r in rows:
+            found.setdefault(r.claim_id, []).append(r.type)
+        return found
+
+    def _sources_shown(self, case_id: str) -> Any:
+        return (select(*SOURCE_FIELDS)
+                .join(sources, and_(sources.c.case_id == view_sources.c.case_id,
+                                    sources.c.source_id == view_sources.c.source_id))
+                .where(view_sources.c.case_id == case_id))
+
+    async def source_page(self, case_id: str, focus: str, limit: int) -> list[dict[str, Any]]:
+        rows = await self.connection.execute(self._sources_shown(case_id)
+                                             .order_by(*SOURCE_FOCUS.get(focus, SOURCE_ORDER)).limit(limit))
+        return [dict(r) for r in rows.mappings()]
+
+    async def sources_shown(self, case_id: str, source_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Active sources among these ids, in the ledger's order."""
+        rows = await self.connection.execute(self._sources_shown(case_id)
+                                             .where(view_sources.c.source_id.in_(source_ids)).order_by(*SOURCE_ORDER))
+        return [dict(r) for r in rows.mappings()]
+
+    async def uncited_sources(self, case_id: str, limit: int) -> list[dict[str, Any]]:
+        rows = await self.connection.execute(self._sources_shown(case_id).where(view_sources.c.cited_by == 0)
+                                             .order_by(*SOURCE_ORDER).limit(limit))
+        return [dict(r) for r in rows.mappings()]
+
+    async def everything(self, case_id: str) -> dict[str, Any]:
+        """Every row of a case's view, in a stable order (what a rebuild must reproduce)."""
+        state = await self.state(case_id)
+        found: dict[str, Any] = {"revision": state.revision if state else None,
+                                 "verdictId": state.verdict_id if state else None}
+        for table in VIEW_TABLES:
+            keys = [c for c in table.primary_key.columns]
+            rows = await self.connection.execute(select(table).where(table.c.case_id == case_id).order_by(*keys))
+            found[table.name] = [{k: v for k, v in dict(r).items() if k != "case_id"} for r in rows.mappings()
+                                 if table is not view_counts or r["value"]]
+        return found

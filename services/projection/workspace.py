@@ -1,0 +1,160 @@
+"""The sections of `get_workspace`, each read by index from the case's view rows: only what it returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.projection import domain, view_rows
+from services.projection.domain import ClaimView, LedgerSnapshot
+from services.projection.ports import ProjectionUnitOfWork
+from services.projection.view_rows import UNRESOLVED, SourceRow, ViewState
+
+WALK = 100  # claims read at a time while finding the sources behind the open claims
+
+
+async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, counts: dict[str, int]) -> dict[str, Any]:
+    pending = await uow.reads.pending_by_kind(case_id)
+    found = await uow.reads.verdict(case_id, state.verdict_id, state.revision) if state.verdict_id else None
+    verdict = (found or {"state": "missing"}) | {"pendingProposals": pending.get("verdict", 0)}
+    ledger = view_rows.ledger_counts(counts)
+    unresolved_count = counts.get(UNRESOLVED, 0)
+    return {
+        "counts": {
+            **ledger,
+            "pendingProposals": {"total": sum(pending.values()), "byKind": pending},
+            "unresolved": unresolved_count,
+        },
+        "verdict": verdict,
+        "evidenceHealth": view_rows.evidence_health(counts, state.verdict_id is not None),
+        "nextSteps": domain.next_steps(
+            sources=ledger["sources"]["total"],
+            claims=ledger["claims"]["total"],
+            relations=ledger["relations"]["total"],
+            has_verdict=verdict["state"] == "accepted",
+            pending=sum(pending.values()),
+            unresolved_count=unresolved_count,
+        ),
+        "sections": "get_workspace scope=claims|sources|proposals|unresolved|guidance|all for detail",
+    }
+
+
+def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str]) -> dict[str, Any]:
+    ordered = sorted(groups)
+    return {
+        "claimId": c.claim_id,
+        "text": c.text,
+        "kind": c.kind,
+        "confidence": c.confidence,
+        "lane": c.lane,
+        "order": c.order,
+        "sourceIds": list(c.source_ids),
+        "revision": c.revision,
+        "groups": ordered[: domain.GROUPS_PER_CLAIM_CAP],
+        "groupsOmitted": max(0, len(ordered) - domain.GROUPS_PER_CLAIM_CAP),
+        "independentSupport": support.get("supports", 0),
+        "independentContradiction": support.get("contradicts", 0),
+        "unresolved": open_types,
+    }
+
+
+def _groups_of(groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for group_id, members in groups.items():
+        for member in members:
+            found.setdefault(member, []).append(group_id)
+    return found
+
+
+async def claims(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, focus: str,
+                 counts: dict[str, int]) -> dict[str, Any]:
+    listed = await uow.views.claim_page(case_id, focus, 0, domain.CLAIMS_CAP)
+    ids = [row.claim_id for row, _ in listed]
+    groups_of = _groups_of(await uow.views.groups_around(case_id, ids))
+    open_types = await uow.views.open_types(case_id, ids)
+    edges = await uow.reads.relations_into(case_id, ids, state.revision, types=["supports", "contradicts"])
+    around = await uow.views.groups_around(case_id, [e.source_claim_id for e in edges])
+    support = domain.support(LedgerSnapshot(state.revision, relations=edges, groups=around))
+    total = counts.get("claims.all", 0)
+    return {
+        "total": total,
+        "omitted": max(0, total - len(listed)),
+        "items": [
+            claim_item(ClaimView(r.claim_id, text, r.kind, r.confidence, r.lane, r.order, r.source_ids, r.revision),
+                       groups_of.get(r.claim_id, []), support.get(r.claim_id, {}), open_types.get(r.claim_id, []))
+            for r, text in listed
+        ],
+    }
+
+
+async def sources(uow: ProjectionUnitOfWork, case_id: str, focus: str, counts: dict[str, int]) -> dict[str, Any]:
+    cap = domain.SOURCES_CAP
+    if focus == "unresolved":
+        rows = await _behind_open_claims(uow, case_id, cap, counts.get("sources", 0) - counts.get("sources.uncited", 0))
+    else:
+        rows = await uow.views.source_page(case_id, focus, cap)
+    total = counts.get("sources", 0)
+    return {
+        "total": total,
+        "omitted": max(0, total - len(rows)),
+        "note": "metadata only; read evidence text with inspect_sources",
+        "items": [
+            {
+                "sourceId": r["source_id"],
+                "publisher": r["publisher"],
+                "title": r["title"],
+                "url": r["url"],
+                "type": r["type"],
+                "publicationDate": r["publication_date"],
+                "snapshotDate": r["snapshot_date"],
+                "authority": r["authority"],
+                "revision": r["revision"],
+                "transcriptions": r["transcriptions"],
+                "derivedClaims": r["derived"],
+            }
+            for r in rows
+        ],
+    }
+
+
+async def _behind_open_claims(uow: ProjectionUnitOfWork, case_id: str, cap: int, cited: int) -> list[dict[str, Any]]:
+    """`domain.sources_in_focus` for `unresolved`, reading claims in focus order only until the page is full:
+    the sources of the first claims first (ties in the ledger's order), then the uncited ones."""
+    first_cited: dict[str, int] = {}
+    found: dict[str, SourceRow] = {}
+    offset = 0
+    while len(found) < min(cap, cited):
+        chunk = await uow.views.claim_page(case_id, "unresolved", offset, WALK)
+        if not chunk:
+            break
+        new = []
+        for position, (row, _) in enumerate(chunk, offset):
+            for source_id in row.source_ids:
+                if source_id not in first_cited:
+                    first_cited[source_id] = position
+                    new.append(source_id)
+        found |= await uow.views.sources(case_id, new)
+        offset += len(chunk)
+    ordered = sorted(found.values(), key=lambda r: (first_cited[r.source_id], r.revision, r.source_id))[:cap]
+    shown = {r["source_id"]: r for r in await uow.views.sources_shown(case_id, [r.source_id for r in ordered])}
+    rows = [shown[r.source_id] for r in ordered]
+    return rows + (await uow.views.uncited_sources(case_id, cap - len(rows)) if len(rows) < cap else [])
+
+
+async def unresolved(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
+                     counts: dict[str, int]) -> dict[str, Any]:
+    start = cursor or 0
+    chunk = await uow.views.unresolved_page(case_id, start, domain.PAGE_SIZE)
+    return domain.page_of(chunk, start, counts.get(UNRESOLVED, 0), "unresolved")
+
+
+async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
+                   counts: dict[str, int]) -> dict[str, Any]:
+    """Reviewers' notes newest first, then the gaps the ledger shows (the unresolved items)."""
+    start = cursor or 0
+    notes = await uow.reads.guidance_total(case_id)
+    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE))[start:] if start < notes else []
+    if len(chunk) < domain.PAGE_SIZE:
+        gaps = await uow.views.unresolved_page(case_id, max(0, start - notes), domain.PAGE_SIZE - len(chunk))
+        chunk += [{"type": "gap", "gap": item["type"], "claimId": item.get("claimId"), "note": item["action"]}
+                  for item in gaps]
+    return domain.page_of(chunk, start, notes + counts.get(UNRESOLVED, 0), "guidance")

@@ -1,0 +1,112 @@
+"""The projection's case views (writer: projection), kept row by row from each ledger change.
+
+Derived from the ledger and rebuildable at any time. Every id and sort key is in the "C" collation, so
+that the database orders them as Python does. They live beside shared/db/tables.py, which imports this
+module, only to keep each module short.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from shared.db.tables import metadata
+
+Key = Text(collation="C")
+
+case_views = Table(  # writer: projection — one row per case: the ledger revision its view rows show
+    "case_views",
+    metadata,
+    Column("case_id", Text, ForeignKey("cases.case_id"), primary_key=True),
+    Column("revision", BigInteger, nullable=False),  # -1: never built (rebuild from the ledger)
+    Column("verdict_id", Key),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+view_counts = Table(  # writer: projection — the summary's counters (`claims.byKind.observation`, …)
+    "view_counts",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("name", Key, nullable=False),
+    Column("value", BigInteger, nullable=False),
+    PrimaryKeyConstraint("case_id", "name"),
+)
+
+view_sources = Table(  # writer: projection — the active sources, in the orders scope=sources pages by
+    "view_sources",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("source_id", Key, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("strong", Boolean, nullable=False),
+    Column("cited_by", Integer, nullable=False),  # active claims citing it
+    PrimaryKeyConstraint("case_id", "source_id"),
+)
+Index("ix_view_sources_ledger_order", view_sources.c.case_id, view_sources.c.revision, view_sources.c.source_id)
+Index("ix_view_sources_strong_first", view_sources.c.case_id, view_sources.c.strong.desc(), view_sources.c.revision,
+      view_sources.c.source_id)
+
+view_claims = Table(  # writer: projection — the active claims with what the read views derive of each
+    "view_claims",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("claim_id", Key, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("confidence", Text, nullable=False),
+    Column("lane", Text),
+    Column("display_order", Integer),
+    Column("revision", BigInteger, nullable=False),
+    Column("source_ids", ARRAY(Text), nullable=False),
+    Column("lane_rank", SmallInteger, nullable=False),  # 0 in the verdict lane, which comes first
+    Column("lane_key", Key, nullable=False),
+    Column("order_key", Integer, nullable=False),
+    Column("strong", Boolean, nullable=False),  # grounded in an active primary or official source
+    Column("open", Boolean, nullable=False),  # has unresolved items
+    Column("contradicted_by", ARRAY(Text), nullable=False),
+    Column("unit", Key, nullable=False),  # its independent unit: the least claim id of its merge component
+    PrimaryKeyConstraint("case_id", "claim_id"),
+)
+_FOCUS_ORDER = (view_claims.c.lane_rank, view_claims.c.lane_key, view_claims.c.order_key, view_claims.c.revision,
+                view_claims.c.claim_id)
+Index("ix_view_claims_focus_all", view_claims.c.case_id, *_FOCUS_ORDER)
+Index("ix_view_claims_focus_unresolved", view_claims.c.case_id, view_claims.c.open.desc(), *_FOCUS_ORDER)
+Index("ix_view_claims_focus_primary", view_claims.c.case_id, view_claims.c.strong.desc(), *_FOCUS_ORDER)
+Index("ix_view_claims_unit", view_claims.c.case_id, view_claims.c.unit)
+
+view_group_members = Table(  # writer: projection — members of the active merge groups
+    "view_group_members",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("group_id", Key, nullable=False),
+    Column("claim_id", Key, nullable=False),
+    PrimaryKeyConstraint("case_id", "group_id", "claim_id"),
+)
+Index("ix_view_group_members_claim", view_group_members.c.case_id, view_group_members.c.claim_id)
+
+view_unresolved = Table(  # writer: projection — the unresolved section, one row per item, in page order
+    "view_unresolved",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("claim_revision", BigInteger, nullable=False),  # -1 for the case's own items (no verdict)
+    Column("claim_id", Key, nullable=False),  # '' for the case's own items
+    Column("position", SmallInteger, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    PrimaryKeyConstraint("case_id", "claim_revision", "claim_id", "position"),
+)
+Index("ix_view_unresolved_claim", view_unresolved.c.case_id, view_unresolved.c.claim_id)
