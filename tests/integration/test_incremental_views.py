@@ -1,0 +1,238 @@
+"""Case views kept change by change equal the views rebuilt from the ledger, after any long random history.
+
+The real use cases (staging, review, the projection) run against real PostgreSQL; the events they write
+to the outbox are applied one by one as the projection's consumer applies them, some late (the reads
+catch up from the change log), and the whole view is then compared with the one a rebuild makes, and
+with what the read rules compute from the ledger directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, get_args
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from services.projection import domain, read_models, use_cases, view_rows
+from services.projection.repository import SqlProjectionUnitOfWork
+from services.review import use_cases as review
+from services.review.repository import SqlReviewUnitOfWork
+from services.staging.domain import CHANGED_IDS
+from services.staging.repository import PgStagingUnitOfWork
+from services.staging.use_cases import stage
+from shared import kinds
+from shared.contracts import (
+    Actor,
+    Confidence,
+    CreateCase,
+    Decide,
+    Focus,
+    GetWorkspaceArgs,
+    RecordSources,
+    RelationType,
+    RetireRecords,
+    SetFocusArgs,
+    SourceType,
+    ToolRequest,
+)
+from shared.db.session import Database
+from shared.db.tables import claims, outbox, sources
+from shared.events import Origin
+from shared.subjects import Subjects
+from tests.factories import claim_item, merge_item, relation_item, source_item, unique, verdict_claim
+from tests.support import new_deployment, remove_deployment
+
+AGENT = Actor(name="agent-views", role="agent")
+REVIEWER = Actor(name="rita", role="reviewer")
+pick = st.integers(0, 1000)
+accept = st.sampled_from([True, True, True, False])  # mostly accepted, some rejected
+new_sources = st.tuples(st.just("sources"), st.lists(st.sampled_from(get_args(SourceType)), min_size=1, max_size=3))
+new_claims = st.tuples(st.just("claims"), st.lists(st.tuples(st.sampled_from(get_args(Confidence)),
+                                                             st.lists(pick, min_size=1, max_size=3), accept),
+                                                   min_size=1, max_size=4))
+new_relations = st.tuples(st.just("relations"), st.lists(st.tuples(pick, pick, st.sampled_from(get_args(RelationType)),
+                                                                   accept), min_size=1, max_size=3))
+new_group = st.tuples(st.just("merge"), st.lists(pick, min_size=2, max_size=4), accept)
+new_verdict = st.tuples(st.just("verdict"), pick, st.lists(st.tuples(pick, st.sampled_from(["supports", "contradicts"])),
+                                                          min_size=1, max_size=2), accept)
+retirement = st.tuples(st.just("retire"), st.sampled_from(["source", "claim", "claim"]), pick)
+operation = st.one_of(
+    new_sources, new_claims, new_claims, new_claims, new_relations, new_relations, new_group, new_group, new_verdict,
+    retirement, retirement,
+    st.tuples(st.just("focus"), st.sampled_from(get_args(Focus))),
+    st.tuples(st.just("late")),  # the next operation's events are applied only after a read caught up
+)
+
+
+class History:
+    """One case, driven through the real use cases; its events applied as the projection's consumer would."""
+
+    def __init__(self, db: Database, origin: Origin) -> None:
+        self.db = db
+        self.origin = origin
+        self.case_id = unique("views")
+        self.ids = itertools.count()
+        self.applied_up_to = 0  # the outbox position of the last event handed to the projection
+        self.late = False
+
+    def projection(self) -> SqlProjectionUnitOfWork:
+        return SqlProjectionUnitOfWork(self.db, self.origin, default_case=self.case_id)
+
+    def review(self) -> SqlReviewUnitOfWork:
+        return SqlReviewUnitOfWork(self.db, self.origin)
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self.ids)}"
+
+    async def revision(self) -> int:
+        async with self.review().read() as uow:
+            return (await uow.cases.get(self.case_id))["revision"]
+
+    async def active(self, table: Any, key: str) -> list[str]:
+        async with self.db.engine.connect() as connection:
+            rows = await connection.execute(select(table.c[key]).where(
+                table.c.case_id == self.case_id, table.c.status == "active").order_by(table.c[key]))
+            return [r[0] for r in rows]
+
+    async def stage_and_decide(self, kind: kinds.ItemKind, accepted: dict[str, bool], **items: Any) -> None:
+        revision = await self.revision()
+        args = kind.arguments.model_validate({"expectedCaseId": self.case_id, "expectedRevision": revision, **items})
+        staged = await stage(kind, ToolRequest(actor=AGENT, args=args, discovered_case_id=self.case_id),
+                             PgStagingUnitOfWork(self.db, self.origin, CHANGED_IDS))
+        await review.decide(Decide(actor=REVIEWER, proposal_id=staged["proposalId"],
+                                   accept=[i for i, yes in accepted.items() if yes],
+                                   reject=[i for i, yes in accepted.items() if not yes],
+                                   note="history", expected_revision=revision), self.review())
+
+    async def run(self, step: tuple) -> None:
+        name, *args = step
+        late, self.late = self.late, name == "late"
+        await getattr(self, f"_{name}")(*args)
+        if late:  # an agent reads first: the view catches up from the change log, the events come after
+            await use_cases.get_workspace(ToolRequest(actor=AGENT, args=GetWorkspaceArgs()), self.projection())
+        else:
+            await self.project()
+
+    async def project(self) -> None:
+        """Apply every ledger change written since, in outbox order, as the consumer does."""
+        async with self.db.engine.connect() as connection:
+            rows = (await connection.execute(
+                select(outbox.c.id, outbox.c.envelope).where(outbox.c.id > self.applied_up_to,
+                                                             outbox.c.aggregate == f"case:{self.case_id}")
+                .order_by(outbox.c.id))).all()
+        for row in rows:
+            if row.envelope["type"] in read_models.APPLIED:
+                await read_models.apply_event(row.envelope, row.id, self.projection())
+            self.applied_up_to = row.id
+
+    async def _sources(self, types: list[str]) -> None:
+        await review.record_sources(RecordSources(actor=REVIEWER, case_id=self.case_id, sources=[
+            source_item(self.new_id("s"), type=t) for t in types]), self.review())
+
+    async def _claims(self, wanted: list[tuple[str, list[int], bool]]) -> None:
+        cited = await self.active(sources, "source_id")
+        if not cited:
+            return
+        items = [claim_item(self.new_id("c"), sorted({cited[p % len(cited)] for p in picks}), confidence=confidence)
+                 for confidence, picks, _ in wanted]
+        await self.stage_and_decide(kinds.CLAIMS, {i["id"]: yes for i, (*_, yes) in zip(items, wanted, strict=True)},
+                                    claims=items)
+
+    async def _relations(self, wanted: list[tuple[int, int, str, bool]]) -> None:
+        ends = await self.active(claims, "claim_id")
+        items, accepted = [], {}
+        for source, target, relation_type, yes in wanted:
+            if ends and ends[source % len(ends)] != ends[target % len(ends)]:
+                items.append(relation_item(self.new_id("r"), ends[source % len(ends)], ends[target % len(ends)],
+                                           relation_type))
+                accepted[items[-1]["id"]] = yes
+        if items:
+            await self.stage_and_decide(kinds.RELATIONS, accepted, relations=items)
+
+    async def _merge(self, picks: list[int], yes: bool) -> None:
+        ends = await self.active(claims, "claim_id")
+        members = sorted({ends[p % len(ends)] for p in picks}) if ends else []
+        if len(members) >= 2:
+            group = merge_item(self.new_id("g"), members)
+            await self.stage_and_decide(kinds.MERGE_GROUPS, {group["groupId"]: yes}, groups=[group])
+
+    async def _verdict(self, source: int, bases: list[tuple[int, str]], yes: bool) -> None:
+        cited, ends = await self.active(sources, "source_id"), await self.active(claims, "claim_id")
+        if not cited or not ends:
+            return
+        verdict_id = self.new_id("v")
+        relations = [relation_item(self.new_id("r"), ends[p % len(ends)], verdict_id, t) for p, t in bases]
+        await self.stage_and_decide(kinds.VERDICT, {verdict_id: yes}, relations=relations,
+                                    claim=verdict_claim(verdict_id, [cited[source % len(cited)]]))
+
+    async def _retire(self, record: str, which: int) -> None:
+        found = await self.active(*((sources, "source_id") if record == "source" else (claims, "claim_id")))
+        if found:
+            await review.retire_records(RetireRecords(actor=REVIEWER, case_id=self.case_id, note="history",
+                                                      records=[{"record": record, "id": found[which % len(found)]}]),
+                                        self.review())
+
+    async def _focus(self, focus: str) -> None:
+        await use_cases.set_focus(ToolRequest(actor=AGENT, args=SetFocusArgs(expected_case_id=self.case_id, focus=focus),
+                                              discovered_case_id=self.case_id), self.projection())
+
+    async def _late(self) -> None:
+        """Nothing now: the next operation's events reach the projection after a read caught up."""
+
+    async def view(self) -> dict[str, Any]:
+        """Every row of the case's view, and get_workspace as an agent reads it."""
+        answer = await use_cases.get_workspace(ToolRequest(actor=AGENT, args=GetWorkspaceArgs(scope="all")),
+                                               self.projection())
+        async with self.projection().read() as uow:
+            return {"rows": await uow.views.everything(self.case_id), "workspace": answer}
+
+
+async def agrees_with_the_read_rules(history: History, view: dict[str, Any]) -> None:
+    """The view says what the read rules compute from the whole ledger."""
+    workspace = view["workspace"]
+    async with history.projection().read() as uow:
+        snapshot = await uow.reads.snapshot(history.case_id, workspace["workspaceRevision"])
+        source_list = await uow.reads.source_list(history.case_id)
+        unresolved = await uow.views.unresolved_page(history.case_id, 0, 10_000)
+    assert workspace["counts"] | {"unresolved": 0, "pendingProposals": 0} == domain.ledger_counts(snapshot) | {
+        "unresolved": 0, "pendingProposals": 0}
+    assert workspace["evidenceHealth"] == domain.evidence_health(snapshot)
+    assert workspace["verdict"] | {"pendingProposals": 0} == domain.verdict_view(snapshot) | {"pendingProposals": 0}
+    assert unresolved == domain.unresolved(snapshot)
+    focus = workspace["focus"]
+    listed = [c for c in workspace["claims"]["items"] if c["kind"] != "verdict"]
+    assert listed == use_cases._ledger_claims(snapshot, focus, domain.CLAIMS_CAP)["items"][: len(listed)]
+    in_focus = domain.sources_in_focus(source_list, domain.focus_order(snapshot, focus), focus)
+    assert [s["sourceId"] for s in workspace["sources"]["items"]] == [
+        s["source_id"] for s in in_focus][: domain.SOURCES_CAP]
+    assert view_rows.case_rows(snapshot).counts.get("unresolved", 0) == workspace["counts"]["unresolved"]
+
+
+@pytest.fixture(scope="module")
+async def ledger(servers):
+    deployment = await new_deployment(servers)
+    db = Database.from_url(deployment.resolved_database_url(), pool_size=4)
+    yield db, Origin(Subjects(deployment.nats_prefix), "tests")
+    await db.dispose()
+    await remove_deployment(servers, deployment)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(steps=st.lists(operation, min_size=20, max_size=32))
+async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_ledger(ledger, steps):
+    history = History(*ledger)
+    await review.create_case(CreateCase(actor=REVIEWER, case_id=history.case_id, title="Views",
+                                        question="Do the views agree?"), history.review())
+    for step in [("sources", ["primary", "social"]), *steps]:
+        await history.run(step)
+    await history.project()
+    kept = await history.view()
+    await agrees_with_the_read_rules(history, kept)
+    async with history.projection() as uow:
+        await uow.views.lock(history.case_id)
+        await read_models.rebuild_case(uow, history.case_id)
+        await uow.commit()
+    assert await history.view() == kept
