@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sqlalchemy import delete
+from sqlalchemy import delete, text
 
-from services.projection.repository import SqlReads
-from shared.db.tables import case_views
+from services.projection.view_repository import SqlViews
+from shared.db.view_tables import case_views
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import agent_session, claim_item, decide, seed, source_item
 
@@ -41,16 +41,17 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     await wait_until_published(stack.db)
     await wait_until_projected(stack.settings)
     async with stack.db.engine.connect() as connection:
-        live = await SqlReads(connection).all_views()
-    assert live[case_id]["revision"] == 2
-    assert live[case_id]["guidance"][0]["note"] == "Cite the agency data."
-    assert live[case_id]["summary"]["evidenceHealth"]["claims"]["total"] == 3
+        live = await SqlViews(connection).everything(case_id)
+    assert live["revision"] == 2
+    assert {c["name"]: c["value"] for c in live["view_counts"]}["claims"] == 3
+    assert len(live["view_claims"]) == 3 and live["view_unresolved"][0]["type"] == "missing_verdict"
     async with stack.db.engine.begin() as connection:  # the rebuild must write every view itself
-        await connection.execute(delete(case_views))
+        await connection.execute(delete(case_views).where(case_views.c.case_id == case_id))
+        await connection.execute(text("DELETE FROM view_claims WHERE case_id = :case"), {"case": case_id})
     rebuilt = await asyncio.to_thread(run, stack, "projection", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
     async with stack.db.engine.connect() as connection:
-        after = await SqlReads(connection).all_views()
+        after = await SqlViews(connection).everything(case_id)
     assert after == live
 
 
