@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.projection import domain
+from services.projection import domain, view_rows
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 
 
@@ -58,3 +58,14 @@ def test_sources_follow_the_focus_primary_records_first_or_those_behind_open_cla
     assert ids(domain.sources_in_focus(sources, open_first, "all")) == ["blog", "gov", "lab", "uncited"]
     assert ids(domain.sources_in_focus(sources, open_first, "primary_evidence")) == ["gov", "lab", "blog", "uncited"]
     assert ids(domain.sources_in_focus(sources, open_first, "unresolved")) == ["lab", "blog", "gov", "uncited"]
+
+
+def test_a_claims_independent_unit_is_the_least_id_of_its_merge_component_and_only_moved_rows_are_rewritten():
+    assert domain.merge_units(["b", "a", "c", "d"], {"g1": ["c", "b"], "g2": ["a", "c"]}) == {
+        "a": "a", "b": "a", "c": "a", "d": "d"}
+    rows = [view_rows.ClaimRow(c, "observation", "supported", None, None, 1, ("s1",), unit=c) for c in "abc"]
+    verdict = view_rows.ClaimRow("v", "verdict", "supported", "verdict", 1, 2, ("s1",), unit="v")
+    moved = view_rows.regrouped([*rows, verdict], {"g": ["c", "b", "v"]})
+    assert [(r.claim_id, r.unit) for r in moved] == [("c", "b")]
+    counted = view_rows.moved([r.counts() for r in rows], [r.counts() for r in [*rows[:2], *moved]])
+    assert {k: v for k, v in counted.items() if v} == {"claims.independent": -1}
