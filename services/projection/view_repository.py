@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -59,10 +59,9 @@ CLAIM_FOCUS = {  # domain.focus_order, as the indexes of view_claims hold it
 }
 SOURCE_ORDER = (view_sources.c.revision, view_sources.c.source_id)
 SOURCE_FOCUS = {"all": SOURCE_ORDER, "primary_evidence": (view_sources.c.strong.desc(), *SOURCE_ORDER)}
-SOURCE_FIELDS = (sources.c.publisher, sources.c.title, sources.c.url, sources.c.type, sources.c.publication_date,
-                 sources.c.snapshot_date, sources.c.authority, sources.c.revision,
-                 func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"),
-                 view_sources.c.source_id, view_sources.c.cited_by.label("derived"))
+SOURCE_FIELDS = (sources.c.source_id, sources.c.publisher, sources.c.title, sources.c.url, sources.c.type,
+                 sources.c.publication_date, sources.c.snapshot_date, sources.c.authority, sources.c.revision,
+                 func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"))
 
 
 class SqlViews:
@@ -221,12 +220,13 @@ class SqlViews:
 
     async def claim_page(self, case_id: str, focus: str, offset: int, limit: int) -> list[tuple[ClaimRow, str]]:
         """Claims in the focus order, each with its text."""
-        rows = await self.connection.execute(
-            select(view_claims, claims.c.text)
-            .join(claims, and_(claims.c.case_id == view_claims.c.case_id, claims.c.claim_id == view_claims.c.claim_id))
-            .where(view_claims.c.case_id == case_id)
-            .order_by(*CLAIM_FOCUS.get(focus, CLAIM_ORDER)).offset(offset).limit(limit))
-        return [(_claim_row(r), r.text) for r in rows]
+        rows = [_claim_row(r) for r in await self.connection.execute(
+            select(view_claims).where(view_claims.c.case_id == case_id)
+            .order_by(*CLAIM_FOCUS.get(focus, CLAIM_ORDER)).offset(offset).limit(limit))]
+        # The text by primary key, a query of its own: a join would read every claim of the case.
+        texts = dict((await self.connection.execute(select(claims.c.claim_id, claims.c.text).where(
+            claims.c.case_id == case_id, claims.c.claim_id.in_([r.claim_id for r in rows])))).all()) if rows else {}
+        return [(r, texts[r.claim_id]) for r in rows]
 
     async def open_types(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, list[str]]:
         rows = await self.connection.execute(
@@ -238,27 +238,28 @@ class SqlViews:
             found.setdefault(r.claim_id, []).append(r.type)
         return found
 
-    def _sources_shown(self, case_id: str) -> Any:
-        return (select(*SOURCE_FIELDS)
-                .join(sources, and_(sources.c.case_id == view_sources.c.case_id,
-                                    sources.c.source_id == view_sources.c.source_id))
-                .where(view_sources.c.case_id == case_id))
+    async def _shown(self, case_id: str, query: Any) -> list[dict[str, Any]]:
+        """The sources a query of view_sources picks, in its order, with what the section shows of each."""
+        picked = (await self.connection.execute(query.where(view_sources.c.case_id == case_id))).all()
+        if not picked:
+            return []
+        found = await self.connection.execute(select(*SOURCE_FIELDS).where(
+            sources.c.case_id == case_id, sources.c.source_id.in_([p.source_id for p in picked])))
+        by_id = {r["source_id"]: dict(r) for r in found.mappings()}
+        return [by_id[p.source_id] | {"derived": p.cited_by} for p in picked]
 
     async def source_page(self, case_id: str, focus: str, limit: int) -> list[dict[str, Any]]:
-        rows = await self.connection.execute(self._sources_shown(case_id)
-                                             .order_by(*SOURCE_FOCUS.get(focus, SOURCE_ORDER)).limit(limit))
-        return [dict(r) for r in rows.mappings()]
+        return await self._shown(case_id, select(view_sources.c.source_id, view_sources.c.cited_by)
+                                 .order_by(*SOURCE_FOCUS.get(focus, SOURCE_ORDER)).limit(limit))
 
     async def sources_shown(self, case_id: str, source_ids: Sequence[str]) -> list[dict[str, Any]]:
         """Active sources among these ids, in the ledger's order."""
-        rows = await self.connection.execute(self._sources_shown(case_id)
-                                             .where(view_sources.c.source_id.in_(source_ids)).order_by(*SOURCE_ORDER))
-        return [dict(r) for r in rows.mappings()]
+        return await self._shown(case_id, select(view_sources.c.source_id, view_sources.c.cited_by)
+                                 .where(view_sources.c.source_id.in_(source_ids)).order_by(*SOURCE_ORDER))
 
     async def uncited_sources(self, case_id: str, limit: int) -> list[dict[str, Any]]:
-        rows = await self.connection.execute(self._sources_shown(case_id).where(view_sources.c.cited_by == 0)
-                                             .order_by(*SOURCE_ORDER).limit(limit))
-        return [dict(r) for r in rows.mappings()]
+        return await self._shown(case_id, select(view_sources.c.source_id, view_sources.c.cited_by)
+                                 .where(view_sources.c.cited_by == 0).order_by(*SOURCE_ORDER).limit(limit))
 
     async def everything(self, case_id: str) -> dict[str, Any]:
         """Every row of a case's view, in a stable order (what a rebuild must reproduce)."""
