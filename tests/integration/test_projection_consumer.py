@@ -10,7 +10,7 @@ from services.projection.view_repository import SqlViews
 from shared.events import Origin
 from shared.subjects import Subjects
 from tests.events import stream_events, wait_until_projected, wait_until_published, wait_until_redelivered
-from tests.factories import new_case, source_item
+from tests.factories import agent_session, new_case, source_item
 from tests.support import connect_nats
 
 
@@ -83,3 +83,23 @@ async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_stil
     finally:
         await stack.stop()
         await remove_deployment(servers, settings)
+
+
+async def test_the_projection_is_given_ledger_changes_only_never_staged_proposals(stack):
+    async with agent_session(stack) as agent:
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        connection = await connect_nats(stack.settings)
+        try:
+            js = connection.jetstream()
+            before = (await js.consumer_info(stack.settings.stream_name, "projection")).delivered.consumer_seq
+            for n in range(3):
+                await agent.stage("stage_sources", sources=[source_item(f"staged-{n}")])
+            await wait_until_published(stack.db)
+            staged = await stream_events(stack.settings)
+            assert sum(e["type"] == "threadline.proposal.staged" and e["data"]["caseId"] == agent.case_id
+                       for e in staged) == 3
+            info = await js.consumer_info(stack.settings.stream_name, "projection")
+            assert info.num_pending == 0 and info.delivered.consumer_seq == before
+        finally:
+            await connection.close()
