@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, func, or_, select, text
+from sqlalchemy import ColumnElement, Table, and_, exists, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -214,17 +214,15 @@ class SqlReads:
 
 
     async def pending_proposals(self, case_id: str) -> list[dict[str, Any]]:
-        """Proposals with at least one undecided item, oldest first."""
-        pending_ids = (
+        """Proposals with at least one undecided item, oldest first (only this case's items are read)."""
+        undecided = (
             select(proposal_items.c.proposal_id)
             .select_from(items_with_outcomes())
-            .where(item_decisions.c.item_id.is_(None))
-            .distinct()
-            .subquery()
+            .where(proposal_items.c.proposal_id == proposals.c.proposal_id, item_decisions.c.item_id.is_(None))
         )
         rows = await self.connection.execute(
             select(proposals)
-            .where(proposals.c.case_id == case_id, proposals.c.proposal_id.in_(select(pending_ids.c.proposal_id)))
+            .where(proposals.c.case_id == case_id, exists(undecided))
             .order_by(proposals.c.created_at)
         )
         return [dict(r) for r in rows.mappings()]

@@ -19,8 +19,6 @@ from shared.errors import InvalidArgument, NoActiveCase, NotFound, Unavailable
 from shared.events import FocusChanged
 
 PAGED = ("unresolved", "guidance")
-
-
 CATCH_UP_ATTEMPTS = 3
 
 
