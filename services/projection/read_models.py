@@ -3,8 +3,9 @@
 A `ledger.changed` event carries its change; applying it rewrites only the rows the change touches and
 moves the summary's counters by the difference, so its cost is the size of the change, never of the
 ledger. Each case's view row records the revision it shows: an older event is skipped, the next one is
-applied, and a gap (a revision never seen) rebuilds the case from the ledger. Writers hold the case's
-view row only, never the case lock decisions take.
+applied, and after a gap (revisions never seen) the missing ones are applied first, each from its change
+in the ledger's change log; a view never built is rebuilt from the ledger. Writers hold the case's view
+row only, never the case lock decisions take.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from services.projection import domain, view_rows
 from services.projection.ports import ProjectionUnitOfWork
-from services.projection.view_rows import GROUP_COUNTS, UNRESOLVED, ClaimRow, SourceRow
+from services.projection.view_rows import GROUP_COUNTS, UNRESOLVED, ClaimRow, SourceRow, ViewState
 from shared.events import EventType
 from shared.streams import PROJECTION_EVENT
 
@@ -38,28 +39,34 @@ async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: Projection
 async def apply_revision(uow: ProjectionUnitOfWork, case_id: str, revision: int, changes: dict[str, Any]) -> None:
     state = await uow.views.lock(case_id)
     if state.revision >= revision:
-        return  # shown already (applied before, or a rebuild covered it)
-    if state.revision < 0 or revision > state.revision + 1:
-        await rebuild_case(uow, case_id)  # never built, or a revision went missing
-        return
-    await Change(uow, case_id, revision, state.verdict_id).apply(changes)
+        return  # shown already (applied before, or a catch-up covered it)
+    if state.revision >= 0 and revision == state.revision + 1:
+        await Change(uow, case_id, revision, state.verdict_id).apply(changes)
+    else:
+        await _bring_up_to(uow, case_id, state, revision)  # never built, or revisions it has not seen
 
 
 async def catch_up(uow: ProjectionUnitOfWork, case_id: str) -> None:
-    """Bring a case's view up to its ledger now: the revisions it lacks, from the change log."""
+    """Bring a case's view up to its ledger now (a read found it behind: its events are on their way)."""
     async with uow:
         state = await uow.views.lock(case_id)
         case = await uow.reads.case_row(case_id)
         if case is None or 0 <= case.revision <= state.revision:
             return
-        steps = [] if state.revision < 0 else await uow.reads.changes_since(case_id, state.revision, case.revision)
-        if len(steps) != case.revision - state.revision:
-            await rebuild_case(uow, case_id)
-        else:
-            verdict_id = state.verdict_id
-            for revision, changes in steps:
-                verdict_id = await Change(uow, case_id, revision, verdict_id).apply(changes)
+        await _bring_up_to(uow, case_id, state, case.revision)
         await uow.commit()
+
+
+async def _bring_up_to(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, revision: int) -> None:
+    """The revisions the view lacks, each from its own change in the change log; a view never built, or one
+    whose revisions the change log cannot all give, is rebuilt from the ledger instead."""
+    steps = [] if state.revision < 0 else await uow.reads.changes_since(case_id, state.revision, revision)
+    if len(steps) != revision - state.revision:
+        await rebuild_case(uow, case_id)
+        return
+    verdict_id = state.verdict_id
+    for step_revision, changes in steps:
+        verdict_id = await Change(uow, case_id, step_revision, verdict_id).apply(changes)
 
 
 async def rebuild_case(uow: ProjectionUnitOfWork, case_id: str) -> None:

@@ -1,9 +1,9 @@
 """Case views kept change by change equal the views rebuilt from the ledger, after any long random history.
 
 The real use cases (staging, review, the projection) run against real PostgreSQL; the events they write
-to the outbox are applied one by one as the projection's consumer applies them, some late (the reads
-catch up from the change log), and the whole view is then compared with the one a rebuild makes, and
-with what the read rules compute from the ledger directly.
+to the outbox are applied one by one as the projection's consumer applies them, some late (a read caught
+up from the change log first) and some never (the next event finds a gap), and the whole view is then
+compared with the one a rebuild makes, and with what the read rules compute from the ledger directly.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ operation = st.one_of(
     retirement, retirement,
     st.tuples(st.just("focus"), st.sampled_from(get_args(Focus))),
     st.tuples(st.just("late")),  # the next operation's events are applied only after a read caught up
+    st.tuples(st.just("lost")),  # the next operation's events never reach the projection (a gap follows)
 )
 
 
@@ -76,7 +77,7 @@ class History:
         self.case_id = unique("views")
         self.ids = itertools.count()
         self.applied_up_to = 0  # the outbox position of the last event handed to the projection
-        self.late = False
+        self.next_events = "applied"  # what becomes of the next operation's events: applied, late or lost
 
     def projection(self) -> SqlProjectionUnitOfWork:
         return SqlProjectionUnitOfWork(self.db, self.origin, default_case=self.case_id)
@@ -109,22 +110,21 @@ class History:
 
     async def run(self, step: tuple) -> None:
         name, *args = step
-        late, self.late = self.late, name == "late"
+        events, self.next_events = self.next_events, name if name in ("late", "lost") else "applied"
         await getattr(self, f"_{name}")(*args)
-        if late:  # an agent reads first: the view catches up from the change log, the events come after
+        if events == "late":  # an agent reads first: the view catches up from the change log, the events after
             await use_cases.get_workspace(ToolRequest(actor=AGENT, args=GetWorkspaceArgs()), self.projection())
-        else:
-            await self.project()
+        await self.project(lost=events == "lost")
 
-    async def project(self) -> None:
-        """Apply every ledger change written since, in outbox order, as the consumer does."""
+    async def project(self, lost: bool = False) -> None:
+        """Apply every ledger change written since, in outbox order, as the consumer does (unless lost)."""
         async with self.db.engine.connect() as connection:
             rows = (await connection.execute(
                 select(outbox.c.id, outbox.c.envelope).where(outbox.c.id > self.applied_up_to,
                                                              outbox.c.aggregate == f"case:{self.case_id}")
                 .order_by(outbox.c.id))).all()
         for row in rows:
-            if row.envelope["type"] in read_models.APPLIED:
+            if row.envelope["type"] in read_models.APPLIED and not lost:
                 await read_models.apply_event(row.envelope, row.id, self.projection())
             self.applied_up_to = row.id
 
@@ -181,6 +181,9 @@ class History:
 
     async def _late(self) -> None:
         """Nothing now: the next operation's events reach the projection after a read caught up."""
+
+    async def _lost(self) -> None:
+        """Nothing now: the next operation's events never reach the projection."""
 
     async def view(self) -> dict[str, Any]:
         """Every row of the case's view, and get_workspace as an agent reads it."""
