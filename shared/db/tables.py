@@ -432,9 +432,6 @@ projection_inbox = Table(  # writer: projection — events already applied, reco
 )
 
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
+# --- the projection's case views (writer: projection): in view_tables.py, likewise ---------------------
 
-from shared.db import webhook_tables  # noqa: E402, F401
-
-# --- the projection's case views (writer: projection): in view_tables.py, imported here likewise ---------
-
-from shared.db import view_tables  # noqa: E402, F401
+from shared.db import view_tables, webhook_tables  # noqa: E402, F401
