@@ -206,18 +206,26 @@ class Supervisor:
                     await asyncio.sleep(0.1)
         finally:
             await broker.stop()
+        # Then every process on its own probe port (each replica, not just the first to answer), and the
+        # gateway's edge.
+        waiting_urls = {http_url: "the gateway"} | {
+            self.runtime["services"][child.name]["healthUrl"].removesuffix("/healthz"): child.name
+            for child in self.children}
         async with httpx2.AsyncClient(timeout=2.0) as http:
-            while True:
+            while waiting_urls:
                 self._checkpoint()
                 self._check_children()
-                try:
-                    if (await http.get(f"{http_url}/readyz")).status_code == 200:
-                        return
-                except httpx2.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise StartupError(f"the gateway did not become ready; see {self.data_dir / 'logs'}")
-                await asyncio.sleep(0.1)
+                for url in list(waiting_urls):
+                    try:
+                        if (await http.get(f"{url}/readyz")).status_code == 200:
+                            del waiting_urls[url]
+                    except httpx2.HTTPError:
+                        pass
+                if waiting_urls:
+                    if time.monotonic() > deadline:
+                        raise StartupError(f"not ready: {', '.join(sorted(waiting_urls.values()))}; see "
+                                           f"{self.data_dir / 'logs'}")
+                    await asyncio.sleep(0.1)
 
     def _check_children(self) -> None:
         for child in self.children:
