@@ -32,8 +32,13 @@ Batch = Callable[[JetStreamContext, list[Any]], Awaitable[None]]
 Idle = Callable[[Any], Awaitable[None]]
 
 
-async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idle | None = None) -> None:
-    """Fetch from `consumer` until the connection closes; `on_idle(subscription)` runs when a fetch finds nothing."""
+async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idle | None = None, *,
+               linger: float = 0.0) -> None:
+    """Fetch from `consumer` until the connection closes; `on_idle(subscription)` runs when a fetch finds nothing.
+
+    `linger`: after a batch that was not full, wait this long before the next fetch, so that events arriving
+    one by one under load are handled a batch at a time (one transaction, one pull request) — for consumers
+    whose work may lag the stream by that much."""
     service = ctx.service.value
     options = nats_options(ctx.settings, service, name=f"threadline-{service}-consumer")
     connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
@@ -62,5 +67,7 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idl
                 await asyncio.sleep(FETCH_RETRY_SECONDS)
                 continue
             await on_batch(js, messages)
+            if linger and len(messages) < BATCH:
+                await asyncio.sleep(linger)
     finally:
         await connection.close()

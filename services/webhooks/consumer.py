@@ -27,6 +27,8 @@ log = get_logger(__name__)
 RETRY_DELAY_SECONDS = 1.0
 MAX_RETRY_DELAY_SECONDS = 30.0
 WAIT_FOR_PREDECESSOR_TRIES = 5
+# Under load, events are recorded a batch per transaction: a delivery may start this much later.
+BATCH_LINGER_SECONDS = 0.1
 PREDECESSOR_WAIT_SECONDS = 0.05
 
 
@@ -38,7 +40,7 @@ async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
         nonlocal failures
         failures = 0 if await _handle(ctx, js, messages, wake, failures) else failures + 1
 
-    await durable.pull(ctx, WEBHOOKS_CONSUMER, record)
+    await durable.pull(ctx, WEBHOOKS_CONSUMER, record, linger=BATCH_LINGER_SECONDS)
 
 
 async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: asyncio.Event, failures: int) -> bool:
