@@ -7,7 +7,7 @@ from typing import Any
 
 from services.review import domain, views
 from services.review.ports import ReviewUnitOfWork
-from shared import kinds
+from shared import health, kinds
 from shared.contracts import (
     AddGuidance,
     CaseHistory,
@@ -118,11 +118,23 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
             retired.append({"record": record, "id": record_id, "note": cmd.note})
             retired += [{"record": kind, "id": linked, "note": f"its claim {record_id} was retired"}
                         for kind, linked in links_ended]
+        rerated = await _rerate(uow, cmd.case_id, [(r["record"], r["id"]) for r in retired], step_revision)
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
-        change = LedgerChange(retired=retired)
+        change = LedgerChange(retired=retired, rerated=rerated)
         await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
         await uow.commit()
-    return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired}
+    return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired, "rerated": rerated}
+
+
+async def _rerate(uow: ReviewUnitOfWork, case_id: str, retired: list[tuple[str, str]],
+                  revision: int) -> list[dict[str, Any]]:
+    """Re-rate what leaned on the records just retired (evidence health), recorded in the same transaction."""
+    citations = await uow.ledger.citations_of(case_id, [i for record, i in retired if record == "source"])
+    verdict_id, bases = await uow.ledger.verdict_bases(case_id)
+    ratings = health.rerate(retired=retired, citations=citations, verdict_id=verdict_id, bases=bases,
+                            current=await uow.ledger.ratings(case_id))
+    await uow.ledger.rate(case_id, ratings, revision)
+    return [r.to_json() for r in ratings]
 
 
 async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | None) -> int:
