@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, views
+from services.review import domain, graph, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, kinds
 from shared.contracts import (
@@ -79,6 +79,16 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
         # The records that left the ledger in the revisions this page shows: history pages as one.
         ended = await uow.ledger.ended(cmd.case_id, entries[-1]["revision"], entries[0]["revision"]) if entries else []
     return views.history_view(cmd.case_id, entries, older, proposal_of, ended)
+
+
+async def case_graph(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
+    """The argument map of the case: its active records and their evidence health, bounded."""
+    async with uow.read():
+        found = await uow.cases.get(cmd.case_id)
+        if found is None:
+            raise domain.case_not_found(cmd.case_id)
+        records = await uow.ledger.graph(cmd.case_id)
+    return graph.graph_view(cmd.case_id, found["revision"], records)
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------
@@ -182,8 +192,11 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         pending = [item.item_id for item in proposal.items if item.outcome is None]
         facts = await uow.ledger.facts(proposal.case_id, found_case["revision"], domain.refs_of(proposal, pending))
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
+        cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
-    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []))
+    evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
+    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
+                               evidence=evidence)
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 
