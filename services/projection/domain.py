@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.projection import health
 from shared.ledger import VERDICT
 
 SECTIONS = ("summary", "claims", "sources", "proposals", "unresolved", "guidance")
@@ -55,6 +56,8 @@ class LedgerSnapshot:
     source_types: dict[str, str] = field(default_factory=dict)
     relations: list[RelationView] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
+    publishers: dict[str, str] = field(default_factory=dict)  # active source id → publisher
+    health: dict[str, tuple[str, list[dict[str, str]]]] = field(default_factory=dict)  # claim id → rating, lost
 
     @property
     def verdict(self) -> ClaimView | None:
@@ -77,6 +80,7 @@ def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
                 "action": "stage_verdict with at least one relation from a canonical claim to the verdict",
             }
         )
+    items += health.unresolved(snapshot)
     contradicted_by: dict[str, list[str]] = {}
     for relation in snapshot.relations:
         if relation.type == "contradicts":
@@ -273,6 +277,7 @@ def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
             "bases": sum(1 for r in snapshot.relations if verdict and r.target_claim_id == verdict.claim_id
                          and r.verdict_basis),
         },
+        **health.summary(snapshot),
     }
 
 
@@ -304,6 +309,7 @@ def verdict_view(snapshot: LedgerSnapshot) -> dict[str, Any]:
         "sourceIds": list(verdict.source_ids),
         "revision": verdict.revision,
         "bases": [{"relationId": r.relation_id, "claimId": r.source_claim_id, "type": r.type} for r in bases],
+        **health.verdict_health(snapshot),
     }
 
 
