@@ -112,14 +112,15 @@ class _Block:
     boxes: list[_Box]
     groups: list[GraphGroup] = field(default_factory=list)
 
+    # A cluster's members sit side by side, so an edge leaving one member never runs through another.
     @property
     def w(self) -> float:
-        return NODE_W + (2 * PAD if self.groups else 0)
+        inner = sum(b.w for b in self.boxes) + PAD * (len(self.boxes) - 1)
+        return inner + (2 * PAD if self.groups else 0)
 
     @property
     def h(self) -> float:
-        inner = sum(b.h for b in self.boxes) + PAD * (len(self.boxes) - 1)
-        return inner + (2 * PAD + LINE_H if self.groups else 0)
+        return max(b.h for b in self.boxes) + (2 * PAD + LINE_H if self.groups else 0)
 
 
 class _View:
@@ -143,7 +144,7 @@ def _blocks(graph: CaseGraph) -> tuple[list[_Block], dict[str, _Box], dict[str, 
     """Every node in its block: merge groups that share a member form one cluster (union of overlaps)."""
     boxes = {n.id: _Box(n, _lines(n)) for n in graph.nodes}
     for box in boxes.values():
-        box.h = (len(box.lines) + 2) * LINE_H + PAD
+        box.h = (len(box.lines) + 2 + bool(_warning(box.node))) * LINE_H + PAD
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -229,9 +230,10 @@ def layout(graph: CaseGraph) -> tuple[dict[str, _Box], list[_Block], dict[str, l
 
 def _place(block: _Block, centre: tuple[float, float]) -> None:
     top = centre[1] - block.h / 2 + (PAD + LINE_H if block.groups else 0)
+    left = centre[0] - block.w / 2 + (PAD if block.groups else 0)
     for box in block.boxes:
-        box.x, box.y = centre[0], top + box.h / 2
-        top += box.h + PAD
+        box.x, box.y = left + box.w / 2, top + box.h / 2
+        left += box.w + PAD
 
 
 def _border(box: _Box, toward: tuple[float, float]) -> tuple[float, float]:
@@ -274,10 +276,17 @@ def _href(case_id: str, node: GraphNode) -> str:
     return f"/ui/cases/{case_id}#{anchor}"
 
 
+WARNINGS = {"unsupported": "⚠ UNSUPPORTED: sources retired", "weakened": "⚠ WEAKENED: basis lost support"}
+
+
 def _state(node: GraphNode) -> str:
     if node.kind == "source":
         return f"{node.source_type} · {node.status}" if node.status != "active" else str(node.source_type)
-    return " · ".join(x for x in (node.confidence, node.health if node.health != "supported" else "") if x)
+    return f"confidence: {node.confidence}"
+
+
+def _warning(node: GraphNode) -> str:
+    return WARNINGS.get(node.health or "", "")
 
 
 def _node_svg(case_id: str, box: _Box) -> str:
@@ -288,7 +297,10 @@ def _node_svg(case_id: str, box: _Box) -> str:
     for i, line in enumerate(box.lines, 2):
         text.append(f'<text x="{x + PAD:.1f}" y="{y + i * LINE_H:.1f}">{_attr(line)}</text>')
     text.append(f'<text x="{x + PAD:.1f}" y="{y + (len(box.lines) + 2) * LINE_H:.1f}" class="nstate">'
-                f'{_attr(_state(n).upper() if n.health in ("unsupported", "weakened") else _state(n))}</text>')
+                f'{_attr(_state(n))}</text>')
+    if warning := _warning(n):
+        text.append(f'<text x="{x + PAD:.1f}" y="{y + (len(box.lines) + 3) * LINE_H:.1f}" class="nwarn">'
+                    f'{_attr(warning)}</text>')
     return (f'<a href="{_attr(_href(case_id, n))}" class="map-node" data-node="{_attr(n.id)}">'
             f'<title>{_attr(n.kind)} {_attr(n.id)}: {_attr(n.label)}</title><g class="{_attr(classes)}">'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6"/>{"".join(text)}</g></a>')
@@ -309,7 +321,7 @@ def _edge_svg(edge: GraphEdge, points: Sequence[tuple[float, float]]) -> str:
 def _cluster_svg(block: _Block) -> str:
     top = min(b.y - b.h / 2 for b in block.boxes) - PAD - LINE_H
     bottom = max(b.y + b.h / 2 for b in block.boxes) + PAD
-    x = block.boxes[0].x - block.w / 2
+    x = block.boxes[0].x - block.boxes[0].w / 2 - PAD
     names = ", ".join(f"{g.label} ({g.group_id})" for g in block.groups)
     return (f'<g class="cluster" data-group="{_attr(" ".join(g.group_id for g in block.groups))}">'
             f'<rect x="{x:.1f}" y="{top:.1f}" width="{block.w:.1f}" height="{bottom - top:.1f}" rx="10"/>'
