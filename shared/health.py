@@ -51,7 +51,8 @@ def rerate(*, retired: Sequence[tuple[str, str]], citations: Mapping[str, Mappin
     `retired`: every (record, id) the step retired, links ended with a claim included. `citations`: per active
     claim citing a source retired now, the status of each source it cites (as they are after the step).
     `bases`: the active verdict's basis links, ended ones included. `current`: ratings recorded before
-    (claim id → what it had lost), so that a verdict weakened again keeps naming what it lost first.
+    (claim id → what it had lost), so that a verdict weakened again keeps naming what it lost first, and a
+    verdict accepted on a claim that is already unsupported is weakened from the start (`retired` empty).
     """
     gone = set(retired)
     ratings: list[Rating] = []
@@ -69,6 +70,8 @@ def rerate(*, retired: Sequence[tuple[str, str]], citations: Mapping[str, Mappin
                 lost += [("claim", basis.claim_id), ("relation", basis.relation_id)]
             elif basis.claim_id in unsupported_now:
                 lost += [("claim", basis.claim_id), *unsupported_now[basis.claim_id]]
+            elif verdict_id not in current and basis.claim_id in current:  # a new verdict on an unsupported claim
+                lost += [("claim", basis.claim_id), *current[basis.claim_id]]
         if lost:
             before = [(record, record_id) for record, record_id in current.get(verdict_id, ())]
             ratings.append(Rating(verdict_id, WEAKENED, _bounded([*before, *lost])))

@@ -21,7 +21,16 @@ from shared.contracts import (
     RetireRecords,
 )
 from shared.errors import AlreadyExists, InvalidArgument
-from shared.events import CaseCreated, GuidanceAdded, LedgerChange, LedgerChanged, ProposalDecided, case
+from shared.events import (
+    AddedVerdict,
+    CaseCreated,
+    GuidanceAdded,
+    LedgerChange,
+    LedgerChanged,
+    ProposalDecided,
+    ReratedRecord,
+    case,
+)
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -243,6 +252,9 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
     provenance = domain.provenance_of(proposal, decision)
     change = await proposal.item_kind.install(uow.ledger, proposal.case_id,
                                               [proposal.typed(i) for i in plan.accepted], provenance)
+    if any(isinstance(claim, AddedVerdict) for claim in change.claims_added):  # a verdict may rest on lost support
+        rerated = await _rerate(uow, proposal.case_id, [], revision)
+        change = change.model_copy(update={"rerated": [ReratedRecord.model_validate(r) for r in rerated]})
     await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
                                            domain.accepted_summary(proposal, plan, decision.reviewer), change,
                                            decision.decision_id, proposal.proposal_id))

@@ -87,3 +87,21 @@ async def test_a_claim_with_an_active_source_left_stays_supported_and_the_verdic
         assert nodes["only-source"]["status"] == "retired"  # still drawn: a claim cites it
         assert "grounded" not in nodes and "same-origin" not in nodes
         assert graph["health"] == {"unsupported": ["lonely"], "weakened": ["verdict"]}
+
+
+async def test_a_verdict_accepted_on_a_claim_that_is_already_unsupported_is_weakened_when_it_is_installed(stack):
+    async with agent_session(stack) as agent:
+        await build_case(agent)
+        await retire(stack, agent.case_id, ("claim", "verdict"))
+        await retire(stack, agent.case_id, ("source", "only-source"))
+        decided = await agent.accepted("stage_verdict", claim=verdict_claim("second-verdict", ["other-origin"]),
+                                       relations=[relation_item("second-basis", "lonely", "second-verdict")])
+        assert decided["accepted"] == ["second-verdict"]
+        summary = await agent.ok("get_workspace", {})
+        assert summary["verdict"]["claimId"] == "second-verdict" and summary["verdict"]["health"] == "weakened"
+        await wait_until_published(stack.db)
+        changed = [e for e in await stream_events(stack.settings)
+                   if e["type"] == "threadline.ledger.changed" and e["data"]["caseId"] == agent.case_id]
+        assert changed[-1]["data"]["changes"]["rerated"] == [{"claimId": "second-verdict", "health": "weakened",
+                                                              "lost": [{"record": "claim", "id": "lonely"},
+                                                                       {"record": "source", "id": "only-source"}]}]

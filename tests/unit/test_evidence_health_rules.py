@@ -31,6 +31,14 @@ def test_a_verdict_weakened_again_keeps_naming_what_it_lost_first_and_rated_clai
     assert ratings[1].lost == (("claim", "first"), ("claim", "gone"), ("source", "s9"))
 
 
+def test_a_new_verdict_resting_on_a_claim_already_unsupported_is_weakened_from_the_start():
+    current = {"lonely": [("source", "s1")]}
+    assert rerate(retired=[], citations={}, verdict_id="v2", bases=[Basis("r", "lonely"), Basis("q", "firm")],
+                  current=current) == [Rating("v2", "weakened", (("claim", "lonely"), ("source", "s1")))]
+    assert rerate(retired=[], citations={}, verdict_id="v2", bases=[Basis("r", "lonely")],
+                  current={**current, "v2": [("claim", "lonely")]}) == []  # rated already: nothing new
+
+
 def test_a_retirement_that_touches_no_basis_leaves_the_verdict_as_it_was():
     assert rerate(retired=[("source", "s1")], citations={"side": {"s1": "retired"}}, verdict_id="v",
                   bases=[Basis("r", "main")], current={}) == [Rating("side", "unsupported", (("source", "s1"),))]
