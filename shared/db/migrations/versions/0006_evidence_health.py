@@ -1,17 +1,10 @@
-"""Evidence health: the claims and verdicts a retirement left unsupported or weakened.
-
-Revision ID: 0006
-Revises: 0004
-"""
+"""Evidence health: the claims and verdicts a retirement left unsupported or weakened."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0006'
-down_revision = '0004'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0006', '0004'
 
 
 def upgrade() -> None:
