@@ -17,6 +17,7 @@ from shared.contracts import (
     Actor,
     AddSourceFile,
     AddThesisClaim,
+    CaseHistory,
     CaseRef,
     CompanyRef,
     CreateCompany,
@@ -108,10 +109,19 @@ class ResearchLoop:
             "revision"]
 
     async def known(self) -> dict[str, str]:
-        """Every record id of the case the argument map holds, with its status."""
-        graph = await command(self.settings, Command.CASE_GRAPH, CaseRef(actor=REVIEWER, case_id=DEMO_CASE_ID))
-        return ({n["id"]: n["status"] for n in graph["nodes"]} | {e["id"]: "active" for e in graph["edges"]}
-                | {g["groupId"]: "active" for g in graph["groups"]})
+        """Every record id the case's ledger ever installed, `retired` or `installed` (from its change log)."""
+        found: dict[str, str] = {}
+        before = None
+        while True:
+            page = await command(self.settings, Command.CASE_HISTORY, CaseHistory(
+                actor=REVIEWER, case_id=DEMO_CASE_ID, before=before, limit=500))
+            for change in page["changes"]:
+                for added in ("sourcesAdded", "claimsAdded", "relationsAdded", "groupsAdded"):
+                    for record in change["changes"].get(added, []):
+                        found.setdefault(record.get("id") or record["groupId"], "installed")
+                found.update({r["id"]: "retired" for r in change["changes"].get("retired", [])})
+            if (before := page["nextBefore"]) is None:
+                return found
 
     async def stage(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         kind = kinds.BY_TOOL[tool]
@@ -135,7 +145,7 @@ class ResearchLoop:
         for tool, first_id, arguments, note in DEMO_LOOP:
             if first_id not in known:
                 await self.accept(await self.stage(tool, arguments), note)
-        if (await self.known()).get(RETIRED["id"]) == "active":
+        if (await self.known()).get(RETIRED["id"]) == "installed":
             await command(self.settings, Command.RETIRE_RECORDS, RetireRecords(
                 actor=REVIEWER, case_id=DEMO_CASE_ID, records=[RecordRef(record="source", id=RETIRED["id"])],
                 note=RETIRED["note"]))

@@ -77,3 +77,13 @@ async def test_the_demo_case_page_draws_the_argument_map_and_waits_on_one_propos
     assert await page.locator("#claim-demo-claim-trial-cut").is_visible()
 
     await page.close()
+
+
+async def test_a_demo_the_reviewer_changed_loads_again_without_restaging_what_left_the_ledger(demo):
+    async with demo.api() as api:
+        retired = await api.post(f"/api/v1/cases/{DEMO_CASE_ID}/retirements", json={
+            "records": [{"record": "claim", "id": "demo-claim-trial-cut"}], "note": "Superseded by a newer trial."})
+        assert retired.status_code == 200, retired.text
+        await load_demo(demo.settings)  # the claim is in the ledger's history: nothing is staged again
+        case = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}")).json()
+        assert case["revision"] == retired.json()["revision"] and case["pendingProposals"] == 1
