@@ -55,9 +55,7 @@ async def list_cases(cmd: ListCases, uow: ReviewUnitOfWork) -> dict[str, Any]:
 
 async def get_case(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
     async with uow.read():
-        found = await uow.cases.get(cmd.case_id)
-        if found is None:
-            raise domain.case_not_found(cmd.case_id)
+        found = await _existing(uow, cmd.case_id)
         focus = await uow.cases.focus(cmd.case_id)
         pending = await uow.proposals.listed(cmd.case_id, "pending", 500)
     return {**views.case_view(found), "focus": focus or "all", "pendingProposals": len(pending)}
@@ -78,8 +76,7 @@ async def add_guidance(cmd: AddGuidance, uow: ReviewUnitOfWork) -> dict[str, Any
 
 async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any]:
     async with uow.read():
-        if await uow.cases.get(cmd.case_id) is None:
-            raise domain.case_not_found(cmd.case_id)
+        await _existing(uow, cmd.case_id)
         # One entry more than the page holds says whether an older page exists.
         entries = await uow.ledger.history(cmd.case_id, limit=cmd.limit + 1, before=cmd.before)
         older, entries = len(entries) > cmd.limit, entries[: cmd.limit]
@@ -93,9 +90,7 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
 async def case_graph(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
     """The argument map of the case: its active records and their evidence health, bounded."""
     async with uow.read():
-        found = await uow.cases.get(cmd.case_id)
-        if found is None:
-            raise domain.case_not_found(cmd.case_id)
+        found = await _existing(uow, cmd.case_id)
         records = await uow.ledger.graph(cmd.case_id)
     return graph.graph_view(cmd.case_id, found["revision"], records)
 
@@ -156,6 +151,13 @@ async def _rerate(uow: ReviewUnitOfWork, case_id: str, retired: list[tuple[str, 
     return [r.to_json() for r in ratings]
 
 
+async def _existing(uow: ReviewUnitOfWork, case_id: str) -> dict[str, Any]:
+    found = await uow.cases.get(case_id)
+    if found is None:
+        raise domain.case_not_found(case_id)
+    return found
+
+
 async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | None) -> int:
     revision = await uow.cases.lock(case_id)
     if revision is None:
@@ -176,9 +178,7 @@ async def _step(uow: ReviewUnitOfWork, step: LedgerChanged) -> None:
 async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork) -> dict[str, Any]:
     """Pending proposals oldest first; decided ones most recently decided first; `all` newest staged first."""
     async with uow.read():
-        found_case = await uow.cases.get(cmd.case_id)
-        if found_case is None:
-            raise domain.case_not_found(cmd.case_id)
+        found_case = await _existing(uow, cmd.case_id)
         if cmd.status in ("accepted", "rejected", "decided"):
             found = await uow.proposals.recently_decided(cmd.case_id, cmd.status, cmd.limit)
         else:
