@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import Field, StringConstraints
 
+from services.gateway.argument_map import CaseGraph
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
@@ -175,6 +176,13 @@ async def retire_records(
 @router.get("/cases/{case_id}/ledger", tags=["cases"])
 async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+
+
+@router.get("/cases/{case_id}/graph", tags=["cases"], response_model=CaseGraph)
+async def case_graph(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    """The argument map: claims, sources and the verdict as nodes (status, confidence, evidence health),
+    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first."""
+    return await call(request, Command.CASE_GRAPH, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"])

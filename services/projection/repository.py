@@ -24,6 +24,7 @@ from shared.db.tables import (
     claim_sources,
     claims,
     decisions,
+    evidence_health,
     guidance_notes,
     item_decisions,
     merge_group_members,
@@ -107,10 +108,14 @@ class SqlReads:
             .where(claims.c.case_id == case_id, active_at(claims, revision))
             .order_by(claims.c.revision, claims.c.claim_id)
         )
-        source_rows = await self.connection.execute(
-            select(sources.c.source_id, sources.c.type, sources.c.revision)
+        source_rows = (await self.connection.execute(
+            select(sources.c.source_id, sources.c.type, sources.c.revision, sources.c.publisher)
             .where(sources.c.case_id == case_id, active_at(sources, revision))
             .order_by(sources.c.revision, sources.c.source_id)
+        )).all()
+        rating_rows = await self.connection.execute(
+            select(evidence_health.c.claim_id, evidence_health.c.health, evidence_health.c.lost)
+            .where(evidence_health.c.case_id == case_id, evidence_health.c.revision <= revision)
         )
         relation_rows = await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, active_at(relations, revision))
@@ -129,7 +134,6 @@ class SqlReads:
         groups: dict[str, list[str]] = {}
         for row in member_rows:
             groups.setdefault(row.group_id, []).append(row.claim_id)
-        sources_found = list(source_rows)
         return LedgerSnapshot(
             revision=revision,
             claims=[
@@ -145,13 +149,15 @@ class SqlReads:
                 )
                 for r in claim_rows
             ],
-            source_types={r.source_id: r.type for r in sources_found},
-            source_revisions={r.source_id: r.revision for r in sources_found},
+            source_types={r.source_id: r.type for r in source_rows},
+            source_revisions={r.source_id: r.revision for r in source_rows},
             relations=[
                 RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
                 for r in relation_rows
             ],
             groups=groups,
+            publishers={r.source_id: r.publisher for r in source_rows},
+            health={r.claim_id: (r.health, r.lost) for r in rating_rows},
         )
 
 

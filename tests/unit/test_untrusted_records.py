@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.projection.domain import frame_record, record_body
+from shared.untrusted import frame_record, record_body
 
 MARKER = re.compile(r"<<<(BEGIN|END) UNTRUSTED SOURCE RECORD (\S+) nonce=([0-9a-f]+)>>>")
 

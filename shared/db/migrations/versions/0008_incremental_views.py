@@ -1,17 +1,10 @@
-"""Case views kept row by row (counters, claims, sources, groups, unresolved items) instead of one blob.
-
-Revision ID: 0007
-Revises: 0004
-"""
+"""Case views kept row by row (counters, claims, sources, groups, unresolved items) instead of one blob."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0007'
-down_revision = '0004'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0008', '0007'
 
 KEY = sa.Text(collation='C')
 FOCUS_ORDER = ['lane_rank', 'lane_key', 'order_key', 'revision', 'claim_id']
