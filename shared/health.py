@@ -78,6 +78,11 @@ def rerate(*, retired: Sequence[tuple[str, str]], citations: Mapping[str, Mappin
     return ratings
 
 
+def origin(publisher: str) -> str:
+    """The origin a publisher names, spelling and spacing aside ('' for none)."""
+    return " ".join(publisher.casefold().split())
+
+
 def independent_origins(publishers: Iterable[str]) -> int:
     """Sources from the same publisher count once: how many independent origins the publishers amount to."""
-    return len({" ".join(p.casefold().split()) for p in publishers if p.strip()})
+    return len({origin(p) for p in publishers} - {""})

@@ -14,10 +14,6 @@ from shared import health
 NAMED_CAP = 10  # ids a summary names; the total says how many there are
 
 
-def _lost(snapshot: domain.LedgerSnapshot, claim_id: str) -> list[dict[str, str]]:
-    return snapshot.health.get(claim_id, (health.SUPPORTED, []))[1]
-
-
 def unsupported(snapshot: domain.LedgerSnapshot) -> list[str]:
     return [c.claim_id for c in snapshot.claims
             if not c.is_verdict and snapshot.health.get(c.claim_id, ("",))[0] == health.UNSUPPORTED]
@@ -55,22 +51,30 @@ def summary(snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
 
 def unresolved(snapshot: domain.LedgerSnapshot) -> list[dict[str, Any]]:
     """The open questions evidence health raises: a weakened verdict first, then each unsupported claim."""
-    items: list[dict[str, Any]] = []
     verdict = snapshot.verdict
-    if verdict is not None and snapshot.health.get(verdict.claim_id, ("",))[0] == health.WEAKENED:
-        lost = [f"{x['record']} {x['id']}" for x in _lost(snapshot, verdict.claim_id)]
-        items.append({
+    items = open_items(verdict.claim_id, True, snapshot.health.get(verdict.claim_id)) if verdict else []
+    for claim in snapshot.claims:
+        if not claim.is_verdict:
+            items += open_items(claim.claim_id, False, snapshot.health.get(claim.claim_id))
+    return items
+
+
+def open_items(claim_id: str, is_verdict: bool, rating: tuple[str, list[dict[str, str]]] | None) -> list[dict[str, Any]]:
+    """The open question a claim's rating raises, if any: the verdict weakened, or a claim unsupported."""
+    health_now, lost = rating or (health.SUPPORTED, [])
+    if is_verdict and health_now == health.WEAKENED:
+        return [{
             "type": "verdict_weakened",
-            "claimId": verdict.claim_id,
-            "detail": "a basis of the verdict lost its support: " + domain.named_list(lost),
+            "claimId": claim_id,
+            "detail": "a basis of the verdict lost its support: "
+                      + domain.named_list([f"{x['record']} {x['id']}" for x in lost]),
             "action": "find new evidence for its bases and stage it, or stage a verdict that rests on supported claims",
-        })
-    for claim_id in unsupported(snapshot):
-        lost = [x["id"] for x in _lost(snapshot, claim_id)]
-        items.append({
+        }]
+    if not is_verdict and health_now == health.UNSUPPORTED:
+        return [{
             "type": "claim_unsupported",
             "claimId": claim_id,
-            "detail": "every source it cites is retired: " + domain.named_list(lost),
+            "detail": "every source it cites is retired: " + domain.named_list([x["id"] for x in lost]),
             "action": "find an active source for it and stage a claim that cites it, or let a reviewer retire it",
-        })
-    return items
+        }]
+    return []

@@ -17,8 +17,9 @@ from typing import Any
 
 from services.projection import domain, view_rows
 from services.projection.ports import ProjectionUnitOfWork
-from services.projection.view_rows import GROUP_COUNTS, UNRESOLVED, ClaimRow, SourceRow, ViewState
+from services.projection.view_rows import GROUP_COUNTS, ORIGINS, UNRESOLVED, ClaimRow, SourceRow, ViewState
 from shared.events import EventType
+from shared.health import origin
 from shared.streams import PROJECTION_EVENT
 
 APPLIED = (PROJECTION_EVENT,)  # the only events the projection's consumer is given (its subject filter)
@@ -90,7 +91,8 @@ async def rebuild(uow: ProjectionUnitOfWork) -> int:
 
 class Change:
     """One revision's change applied to a case's view rows: records that left first, then those added,
-    then what they change of the claims around them (merge units, grounding, contradictions, open items)."""
+    then what they change of the claims around them (merge units, ratings, grounding, contradictions, open
+    items)."""
 
     def __init__(self, uow: ProjectionUnitOfWork, case_id: str, revision: int, verdict_id: str | None) -> None:
         self.views = uow.views
@@ -101,6 +103,7 @@ class Change:
         self.delta: Counter[str] = Counter()
         self.touched: set[str] = set()  # claims whose grounding or contradictions may have changed
         self.units: set[str] = set()  # merge units to compute again
+        self.origins: Counter[str] = Counter()  # how many active sources each origin gains (or loses)
 
     async def apply(self, changes: dict[str, Any]) -> str | None:
         """Apply the change; the verdict it leaves."""
@@ -120,9 +123,11 @@ class Change:
         await self._add_relations(changes.get("relationsAdded", []), bases)
         await self._add_groups(changes.get("groupsAdded", []))
         await self._regroup()
+        await self._rerate(changes.get("rerated", []))
         await self._refresh()
         if self.verdict_id != verdict_before:
             await self._replace_unresolved([""], view_rows.case_unresolved(self.verdict_id))
+        self.delta[ORIGINS] += await self.views.move_origins(self.case_id, self.origins)
         await self.views.add_counts(self.case_id, self.delta)
         await self.views.save_state(self.case_id, self.revision, self.verdict_id)
         return self.verdict_id
@@ -146,6 +151,7 @@ class Change:
         if not rows:
             return
         self.delta.subtract(sum((r.counts() for r in rows.values()), Counter()))
+        self.origins.subtract(r.origin for r in rows.values() if r.origin)
         await self.views.drop_sources(self.case_id, list(rows))
         self.touched |= set(await self.reads.claims_citing(self.case_id, list(rows)))
 
@@ -168,7 +174,8 @@ class Change:
     # --- records added ------------------------------------------------------------------------------------
 
     async def _add_sources(self, added: list[dict[str, Any]]) -> None:
-        rows = [SourceRow(s["id"], s["type"], self.revision) for s in added]
+        rows = [SourceRow(s["id"], s["type"], self.revision, origin=origin(s["publisher"])) for s in added]
+        self.origins.update(r.origin for r in rows if r.origin)
         await self.views.put_sources(self.case_id, rows)
         self.delta.update(sum((r.counts() for r in rows), Counter()))
 
@@ -217,6 +224,14 @@ class Change:
         groups = await self.views.groups_around(self.case_id, list(rows))
         changed = view_rows.regrouped(rows.values(), groups)
         await self._put_claims([rows[r.claim_id] for r in changed], changed)
+
+    async def _rerate(self, rerated: list[dict[str, Any]]) -> None:
+        """The ratings a retirement (or a verdict resting on lost support) recorded, as the change carries them."""
+        rows = await self.views.claims(self.case_id, (r["claimId"] for r in rerated))
+        changed = {r["claimId"]: rows[r["claimId"]].rerated(r["health"], r["lost"]) for r in rerated
+                   if r["claimId"] in rows}
+        await self._put_claims([rows[c] for c in changed], list(changed.values()))
+        self.touched |= set(changed)
 
     async def _refresh(self) -> None:
         """Ground the touched claims again, count what contradicts them, and rewrite their open items."""

@@ -9,7 +9,6 @@ from sqlalchemy import ColumnElement, Table, and_, exists, func, or_, select, te
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.projection import domain
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
@@ -195,14 +194,19 @@ class SqlReads:
         return [r.claim_id for r in rows]
 
 
-    async def verdict(self, case_id: str, claim_id: str, revision: int) -> dict[str, Any] | None:
-        """`domain.verdict_view` of the case's verdict, from its own records."""
-        found = await self.snapshot_of_claims(case_id, [claim_id])
-        if not found:
+    async def verdict(self, case_id: str, claim_id: str, revision: int) -> LedgerSnapshot | None:
+        """The case's verdict, its bases and their claims, and the active sources those cite, at `revision`."""
+        bases = [r for r in await self.relations_into(case_id, [claim_id], revision) if r.verdict_basis]
+        found = await self.snapshot_of_claims(case_id, [claim_id, *(r.source_claim_id for r in bases)])
+        if not any(c.claim_id == claim_id for c in found):
             return None
-        bases = [r for r in await self.relations_into(case_id, [claim_id], revision)
-                 if r.verdict_basis]
-        return domain.verdict_view(LedgerSnapshot(revision, claims=found, relations=bases))
+        cited = sorted({s for c in found if c.claim_id != claim_id for s in c.source_ids})
+        source_rows = (await self.connection.execute(
+            select(sources.c.source_id, sources.c.type, sources.c.publisher)
+            .where(sources.c.case_id == case_id, sources.c.source_id.in_(cited), active_at(sources, revision)))).all()
+        return LedgerSnapshot(revision, claims=found, relations=bases,
+                              source_types={r.source_id: r.type for r in source_rows},
+                              publishers={r.source_id: r.publisher for r in source_rows})
 
 
     async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str]) -> list[ClaimView]:

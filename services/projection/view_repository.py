@@ -17,11 +17,13 @@ from shared.db.view_tables import (
     view_claims,
     view_counts,
     view_group_members,
+    view_origins,
     view_sources,
     view_unresolved,
 )
+from shared.health import UNSUPPORTED
 
-VIEW_TABLES = (view_counts, view_sources, view_claims, view_group_members, view_unresolved)
+VIEW_TABLES = (view_counts, view_sources, view_origins, view_claims, view_group_members, view_unresolved)
 
 
 def _claim_values(case_id: str, row: ClaimRow) -> dict[str, Any]:
@@ -29,18 +31,18 @@ def _claim_values(case_id: str, row: ClaimRow) -> dict[str, Any]:
         "case_id": case_id, "claim_id": row.claim_id, "kind": row.kind, "confidence": row.confidence,
         "lane": row.lane, "display_order": row.order, "revision": row.revision, "source_ids": list(row.source_ids),
         "lane_rank": row.lane_rank, "lane_key": row.lane or "", "order_key": row.order or 0,
-        "strong": row.strong, "open": bool(row.open_items), "contradicted_by": list(row.contradicted_by),
-        "unit": row.unit,
+        "strong": row.strong, "open": bool(row.health_items or row.open_items),
+        "contradicted_by": list(row.contradicted_by), "unit": row.unit, "health": row.health, "lost": row.rating[1],
     }
 
 
 def _claim_row(r: Any) -> ClaimRow:
     return ClaimRow(r.claim_id, r.kind, r.confidence, r.lane, r.display_order, r.revision, tuple(r.source_ids),
-                    r.strong, tuple(r.contradicted_by), r.unit)
+                    r.strong, tuple(r.contradicted_by), r.unit).rerated(r.health, r.lost)
 
 
 def _unresolved_values(case_id: str, row: UnresolvedRow) -> dict[str, Any]:
-    return {"case_id": case_id, "claim_revision": row.claim_revision, "claim_id": row.claim_id,
+    return {"case_id": case_id, "band": row.band, "claim_revision": row.claim_revision, "claim_id": row.claim_id,
             "position": row.position, "type": row.item["type"], "detail": row.item["detail"],
             "action": row.item["action"]}
 
@@ -97,6 +99,7 @@ class SqlViews:
         await self.put_sources(case_id, rows.sources)
         await self.put_claims(case_id, rows.claims)
         await self.add_members(case_id, rows.members)
+        await self.move_origins(case_id, rows.origins)
         await self.add_unresolved(case_id, rows.unresolved)
         await self.add_counts(case_id, rows.counts)
         await self.save_state(case_id, rows.revision, rows.verdict_id)
@@ -116,6 +119,23 @@ class SqlViews:
             select(view_counts.c.name, view_counts.c.value).where(view_counts.c.case_id == case_id))
         return {r.name: r.value for r in rows}
 
+    async def move_origins(self, case_id: str, delta: Counter[str]) -> int:
+        """Move how many active sources each origin has; by how many the number of origins moved."""
+        moved = [{"case_id": case_id, "origin": name, "sources": value} for name, value in sorted(delta.items())
+                 if value]
+        if not moved:
+            return 0
+        statement = pg_insert(view_origins)
+        now = dict((await self.connection.execute(statement.on_conflict_do_update(
+            index_elements=[view_origins.c.case_id, view_origins.c.origin],
+            set_={"sources": view_origins.c.sources + statement.excluded.sources})
+            .returning(view_origins.c.origin, view_origins.c.sources), moved)).all())
+        gone = [name for name, value in now.items() if value == 0]
+        if gone:
+            await self.connection.execute(delete(view_origins).where(
+                view_origins.c.case_id == case_id, view_origins.c.origin.in_(gone)))
+        return sum(int(now[name] > 0) - int(now[name] - value > 0) for name, value in delta.items() if value)
+
     # --- sources ----------------------------------------------------------------------------------------
 
     async def sources(self, case_id: str, source_ids: Iterable[str]) -> dict[str, SourceRow]:
@@ -124,7 +144,7 @@ class SqlViews:
             return {}
         rows = await self.connection.execute(select(view_sources).where(
             view_sources.c.case_id == case_id, view_sources.c.source_id.in_(wanted)))
-        return {r.source_id: SourceRow(r.source_id, r.type, r.revision, r.cited_by) for r in rows}
+        return {r.source_id: SourceRow(r.source_id, r.type, r.revision, r.cited_by, r.origin) for r in rows}
 
     async def put_sources(self, case_id: str, rows: Sequence[SourceRow]) -> None:
         if not rows:
@@ -134,7 +154,7 @@ class SqlViews:
             index_elements=[view_sources.c.case_id, view_sources.c.source_id],
             set_={"cited_by": statement.excluded.cited_by}),
             [{"case_id": case_id, "source_id": r.source_id, "type": r.type, "revision": r.revision,
-              "strong": r.strong, "cited_by": r.cited_by} for r in rows])
+              "strong": r.strong, "cited_by": r.cited_by, "origin": r.origin} for r in rows])
 
     async def drop_sources(self, case_id: str, source_ids: Sequence[str]) -> None:
         await self.connection.execute(delete(view_sources).where(
@@ -214,9 +234,17 @@ class SqlViews:
     async def unresolved_page(self, case_id: str, offset: int, limit: int) -> list[dict[str, Any]]:
         rows = await self.connection.execute(
             select(view_unresolved).where(view_unresolved.c.case_id == case_id)
-            .order_by(view_unresolved.c.claim_revision, view_unresolved.c.claim_id, view_unresolved.c.position)
+            .order_by(view_unresolved.c.band, view_unresolved.c.claim_revision, view_unresolved.c.claim_id,
+                      view_unresolved.c.position)
             .offset(offset).limit(limit))
         return [_item(r) for r in rows]
+
+    async def unsupported(self, case_id: str, limit: int) -> list[str]:
+        """The first claims left unsupported, in the ledger's order."""
+        rows = await self.connection.execute(
+            select(view_claims.c.claim_id).where(view_claims.c.case_id == case_id, view_claims.c.health == UNSUPPORTED)
+            .order_by(view_claims.c.revision, view_claims.c.claim_id).limit(limit))
+        return list(rows.scalars())
 
     async def claim_page(self, case_id: str, focus: str, offset: int, limit: int) -> list[tuple[ClaimRow, str]]:
         """Claims in the focus order, each with its text."""
@@ -232,7 +260,7 @@ class SqlViews:
         rows = await self.connection.execute(
             select(view_unresolved.c.claim_id, view_unresolved.c.type)
             .where(view_unresolved.c.case_id == case_id, view_unresolved.c.claim_id.in_(claim_ids))
-            .order_by(view_unresolved.c.claim_id, view_unresolved.c.position))
+            .order_by(view_unresolved.c.claim_id, view_unresolved.c.band, view_unresolved.c.position))
         found: dict[str, list[str]] = {}
         for r in rows:
             found.setdefault(r.claim_id, []).append(r.type)

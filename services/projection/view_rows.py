@@ -13,12 +13,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.projection import domain
+from services.projection import health as read_health
 from services.projection.domain import ClaimView, LedgerSnapshot
+from shared.health import SUPPORTED, UNSUPPORTED, origin
 from shared.ledger import VERDICT
 
 UNRESOLVED = "unresolved"
+ORIGINS = "sources.origins"  # how many distinct origins (publishers) the active sources have
 NEVER_BUILT = -1
 WEAK_CONFIDENCE = ("disputed", "unknown")
+CASE_BAND, HEALTH_BAND, CLAIM_BAND = 0, 1, 2  # the unresolved section: the case's items, what lost support, the rest
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class SourceRow:
     type: str
     revision: int
     cited_by: int = 0  # active claims citing it
+    origin: str = ""  # its publisher as an origin (shared.health.origin)
 
     @property
     def strong(self) -> bool:
@@ -54,6 +59,8 @@ class ClaimRow:
     strong: bool = False
     contradicted_by: tuple[str, ...] = ()  # sorted
     unit: str = ""  # the least claim id of its merge component (its own id when it is in no group)
+    health: str = SUPPORTED  # or how the last retirement that re-rated it left it
+    lost: tuple[tuple[str, str], ...] = ()  # (record, id) whose retirement took its support
 
     @property
     def is_verdict(self) -> bool:
@@ -64,10 +71,21 @@ class ClaimRow:
         return 0 if self.lane == VERDICT else 1
 
     @property
+    def rating(self) -> tuple[str, list[dict[str, str]]]:
+        return self.health, [{"record": record, "id": record_id} for record, record_id in self.lost]
+
+    @property
+    def health_items(self) -> list[dict[str, Any]]:
+        return read_health.open_items(self.claim_id, self.is_verdict, self.rating)
+
+    @property
     def open_items(self) -> list[dict[str, Any]]:
         view = ClaimView(self.claim_id, "", self.kind, self.confidence, self.lane, self.order, self.source_ids,
                          self.revision)
         return domain.claim_open_items(view, self.contradicted_by, strong=self.strong)
+
+    def rerated(self, health: str, lost: Iterable[Mapping[str, str]]) -> ClaimRow:
+        return replace(self, health=health, lost=tuple((x["record"], x["id"]) for x in lost))
 
     def counts(self) -> Counter[str]:
         counts = Counter({"claims.all": 1})
@@ -81,6 +99,7 @@ class ClaimRow:
             "claims.withoutPrimarySource": int(not self.strong),
             "claims.weak": int(self.confidence in WEAK_CONFIDENCE),
             "claims.contradicted": int(self.confidence == "contradicted" or bool(self.contradicted_by)),
+            "claims.unsupported": int(self.health == UNSUPPORTED),
         })
         return counts
 
@@ -101,8 +120,9 @@ GROUP_COUNTS = Counter({"groups": 1})
 
 @dataclass(frozen=True)
 class UnresolvedRow:
-    """One item of the unresolved section; (claim_revision, claim_id, position) is its place in the section."""
+    """One item of the unresolved section; (band, claim_revision, claim_id, position) is its place in it."""
 
+    band: int
     claim_revision: int
     claim_id: str
     position: int
@@ -110,12 +130,16 @@ class UnresolvedRow:
 
 
 def claim_unresolved(row: ClaimRow) -> list[UnresolvedRow]:
-    return [UnresolvedRow(row.revision, row.claim_id, i, item) for i, item in enumerate(row.open_items)]
+    """A claim's items: what its rating raises (the verdict's beside the case's own), then the rest."""
+    band = CASE_BAND if row.is_verdict else HEALTH_BAND
+    return ([UnresolvedRow(band, row.revision, row.claim_id, i, item) for i, item in enumerate(row.health_items)]
+            + [UnresolvedRow(CLAIM_BAND, row.revision, row.claim_id, i, item)
+               for i, item in enumerate(row.open_items)])
 
 
 def case_unresolved(verdict_id: str | None) -> list[UnresolvedRow]:
     """The case's own items, before every claim's."""
-    return [] if verdict_id else [UnresolvedRow(-1, "", 0, domain.missing_verdict_item())]
+    return [] if verdict_id else [UnresolvedRow(CASE_BAND, -1, "", 0, domain.missing_verdict_item())]
 
 
 def regrouped(rows: Iterable[ClaimRow], groups: Mapping[str, list[str]]) -> list[ClaimRow]:
@@ -144,6 +168,7 @@ class CaseRows:
     sources: list[SourceRow] = field(default_factory=list)
     claims: list[ClaimRow] = field(default_factory=list)
     members: list[tuple[str, str]] = field(default_factory=list)  # (group, claim)
+    origins: Counter[str] = field(default_factory=Counter)  # origin → active sources from it
     unresolved: list[UnresolvedRow] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -155,23 +180,25 @@ def case_rows(snapshot: LedgerSnapshot) -> CaseRows:
     units = domain.merge_units([c.claim_id for c in snapshot.claims if not c.is_verdict], snapshot.groups)
     verdict = snapshot.verdict
     rows = CaseRows(snapshot.revision, verdict.claim_id if verdict else None)
-    rows.sources = [SourceRow(s, t, snapshot.source_revisions.get(s, 0), cited[s]) for s, t in
-                    snapshot.source_types.items()]
+    rows.sources = [SourceRow(s, t, snapshot.source_revisions.get(s, 0), cited[s], origin(snapshot.publishers.get(s, s)))
+                    for s, t in snapshot.source_types.items()]
     rows.claims = [
         ClaimRow(c.claim_id, c.kind, c.confidence, c.lane, c.order, c.revision, c.source_ids,
                  strong=domain.grounded(c.source_ids, snapshot.source_types),
                  contradicted_by=tuple(sorted(contradicted_by.get(c.claim_id, []))),
                  unit=units.get(c.claim_id, c.claim_id))
+        .rerated(*snapshot.health.get(c.claim_id, (SUPPORTED, [])))
         for c in snapshot.claims
     ]
     rows.members = [(g, m) for g, members in snapshot.groups.items() for m in members]
+    rows.origins = Counter(s.origin for s in rows.sources if s.origin)
     rows.unresolved = case_unresolved(rows.verdict_id) + [u for r in rows.claims for u in claim_unresolved(r)]
     rows.counts = moved([], [
         *(s.counts() for s in rows.sources),
         *(c.counts() for c in rows.claims),
         *(relation_counts(r.type, r.verdict_basis) for r in snapshot.relations),
         *(GROUP_COUNTS for _ in snapshot.groups),
-        Counter({UNRESOLVED: len(rows.unresolved)}),
+        Counter({UNRESOLVED: len(rows.unresolved), ORIGINS: len(rows.origins)}),
     ])
     return rows
 
@@ -199,8 +226,10 @@ def ledger_counts(counts: Mapping[str, int]) -> dict[str, Any]:
     }
 
 
-def evidence_health(counts: Mapping[str, int], has_verdict: bool) -> dict[str, Any]:
-    """`domain.evidence_health`, read from the counters."""
+def evidence_health(counts: Mapping[str, int], has_verdict: bool, unsupported: list[str],
+                    verdict_health: str) -> dict[str, Any]:
+    """`domain.evidence_health`, read from the counters (`unsupported`: the first of the claims that are)."""
+    total = counts.get("claims.unsupported", 0)
     return {
         "sources": {
             "total": counts.get("sources", 0),
@@ -213,4 +242,7 @@ def evidence_health(counts: Mapping[str, int], has_verdict: bool) -> dict[str, A
             **{name: counts.get(f"claims.{name}", 0) for name in ("withoutPrimarySource", "weak", "contradicted")},
         },
         "verdict": {"state": "accepted" if has_verdict else "missing", "bases": counts.get("verdict.bases", 0)},
+        "independentOrigins": counts.get(ORIGINS, 0),
+        "unsupported": {"total": total, "claimIds": unsupported, "omitted": max(0, total - len(unsupported))},
+        "verdictHealth": verdict_health,
     }

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from services.projection import domain, view_rows
+from services.projection import domain, health, view_rows
 from services.projection.domain import ClaimView, LedgerSnapshot
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, SourceRow, ViewState
@@ -14,8 +15,9 @@ WALK = 100  # claims read at a time while finding the sources behind the open cl
 
 async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, counts: dict[str, int]) -> dict[str, Any]:
     pending = await uow.reads.pending_by_kind(case_id)
-    found = await uow.reads.verdict(case_id, state.verdict_id, state.revision) if state.verdict_id else None
+    found = await _verdict(uow, case_id, state) if state.verdict_id else None
     verdict = (found or {"state": "missing"}) | {"pendingProposals": pending.get("verdict", 0)}
+    unsupported = await uow.views.unsupported(case_id, health.NAMED_CAP)
     ledger = view_rows.ledger_counts(counts)
     unresolved_count = counts.get(UNRESOLVED, 0)
     return {
@@ -25,7 +27,8 @@ async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, cou
             "unresolved": unresolved_count,
         },
         "verdict": verdict,
-        "evidenceHealth": view_rows.evidence_health(counts, state.verdict_id is not None),
+        "evidenceHealth": view_rows.evidence_health(counts, state.verdict_id is not None, unsupported,
+                                                    verdict.get("health", "missing")),
         "nextSteps": domain.next_steps(
             sources=ledger["sources"]["total"],
             claims=ledger["claims"]["total"],
@@ -36,6 +39,16 @@ async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, cou
         ),
         "sections": "get_workspace scope=claims|sources|proposals|unresolved|guidance|all for detail",
     }
+
+
+async def _verdict(uow: ProjectionUnitOfWork, case_id: str, state: ViewState) -> dict[str, Any] | None:
+    """`domain.verdict_view`: the verdict and its bases from the ledger, its rating and the groups from the view."""
+    found = await uow.reads.verdict(case_id, state.verdict_id, state.revision)
+    if found is None:
+        return None
+    row = (await uow.views.claims(case_id, [state.verdict_id])).get(state.verdict_id)
+    groups = await uow.views.groups_around(case_id, [r.source_claim_id for r in found.relations])
+    return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {}))
 
 
 def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     Text,
     func,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from shared.db.tables import metadata
 
@@ -54,6 +54,7 @@ view_sources = Table(  # writer: projection — the active sources, in the order
     Column("revision", BigInteger, nullable=False),
     Column("strong", Boolean, nullable=False),
     Column("cited_by", Integer, nullable=False),  # active claims citing it
+    Column("origin", Text, nullable=False),  # its publisher, as independent origins count it
     PrimaryKeyConstraint("case_id", "source_id"),
 )
 Index("ix_view_sources_ledger_order", view_sources.c.case_id, view_sources.c.revision, view_sources.c.source_id)
@@ -78,6 +79,8 @@ view_claims = Table(  # writer: projection — the active claims with what the r
     Column("open", Boolean, nullable=False),  # has unresolved items
     Column("contradicted_by", ARRAY(Text), nullable=False),
     Column("unit", Key, nullable=False),  # its independent unit: the least claim id of its merge component
+    Column("health", Text, nullable=False),  # supported, or as a retirement re-rated it (unsupported, weakened)
+    Column("lost", JSONB, nullable=False),  # [{"record", "id"}]: what took its support
     PrimaryKeyConstraint("case_id", "claim_id"),
 )
 _FOCUS_ORDER = (view_claims.c.lane_rank, view_claims.c.lane_key, view_claims.c.order_key, view_claims.c.revision,
@@ -86,6 +89,17 @@ Index("ix_view_claims_focus_all", view_claims.c.case_id, *_FOCUS_ORDER)
 Index("ix_view_claims_focus_unresolved", view_claims.c.case_id, view_claims.c.open.desc(), *_FOCUS_ORDER)
 Index("ix_view_claims_focus_primary", view_claims.c.case_id, view_claims.c.strong.desc(), *_FOCUS_ORDER)
 Index("ix_view_claims_unit", view_claims.c.case_id, view_claims.c.unit)
+Index("ix_view_claims_unsupported", view_claims.c.case_id, view_claims.c.revision, view_claims.c.claim_id,
+      postgresql_where=view_claims.c.health == "unsupported")
+
+view_origins = Table(  # writer: projection — the origins (publishers) of the active sources, and how many each
+    "view_origins",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("origin", Text, nullable=False),
+    Column("sources", Integer, nullable=False),
+    PrimaryKeyConstraint("case_id", "origin"),
+)
 
 view_group_members = Table(  # writer: projection — members of the active merge groups
     "view_group_members",
@@ -101,12 +115,13 @@ view_unresolved = Table(  # writer: projection — the unresolved section, one r
     "view_unresolved",
     metadata,
     Column("case_id", Text, nullable=False),
+    Column("band", SmallInteger, nullable=False),  # 0: the case's and the verdict's, 1: what lost support, 2: the rest
     Column("claim_revision", BigInteger, nullable=False),  # -1 for the case's own items (no verdict)
     Column("claim_id", Key, nullable=False),  # '' for the case's own items
     Column("position", SmallInteger, nullable=False),
     Column("type", Text, nullable=False),
     Column("detail", Text, nullable=False),
     Column("action", Text, nullable=False),
-    PrimaryKeyConstraint("case_id", "claim_revision", "claim_id", "position"),
+    PrimaryKeyConstraint("case_id", "band", "claim_revision", "claim_id", "position"),
 )
 Index("ix_view_unresolved_claim", view_unresolved.c.case_id, view_unresolved.c.claim_id)

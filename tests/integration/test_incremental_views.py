@@ -4,6 +4,8 @@ The real use cases (staging, review, the projection) run against real PostgreSQL
 to the outbox are applied one by one as the projection's consumer applies them, some late (a read caught
 up from the change log first) and some never (the next event finds a gap), and the whole view is then
 compared with the one a rebuild makes, and with what the read rules compute from the ledger directly.
+Retirements re-rate what leaned on them (evidence health): some retire the only source of a claim or what
+a verdict's basis rests on, so the ratings the changes carry are kept and compared too.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, get_args
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import and_, select
 
 from services.projection import domain, read_models, use_cases, view_rows
 from services.projection.repository import SqlProjectionUnitOfWork
@@ -39,7 +41,7 @@ from shared.contracts import (
     ToolRequest,
 )
 from shared.db.session import Database
-from shared.db.tables import claims, outbox, sources
+from shared.db.tables import claim_sources, claims, outbox, relations, sources
 from shared.events import Origin
 from shared.subjects import Subjects
 from tests.factories import claim_item, merge_item, relation_item, source_item, unique, verdict_claim
@@ -49,7 +51,9 @@ AGENT = Actor(name="agent-views", role="agent")
 REVIEWER = Actor(name="rita", role="reviewer")
 pick = st.integers(0, 1000)
 accept = st.sampled_from([True, True, True, False])  # mostly accepted, some rejected
-new_sources = st.tuples(st.just("sources"), st.lists(st.sampled_from(get_args(SourceType)), min_size=1, max_size=3))
+PUBLISHERS = ["Example Agency", "example  agency", "Another Lab", "ANOTHER LAB ", "Daily Press"]  # three origins
+new_sources = st.tuples(st.just("sources"), st.lists(st.tuples(st.sampled_from(get_args(SourceType)),
+                                                               st.sampled_from(PUBLISHERS)), min_size=1, max_size=3))
 new_claims = st.tuples(st.just("claims"), st.lists(st.tuples(st.sampled_from(get_args(Confidence)),
                                                              st.lists(pick, min_size=1, max_size=3), accept),
                                                    min_size=1, max_size=4))
@@ -59,9 +63,11 @@ new_group = st.tuples(st.just("merge"), st.lists(pick, min_size=2, max_size=4), 
 new_verdict = st.tuples(st.just("verdict"), pick, st.lists(st.tuples(pick, st.sampled_from(["supports", "contradicts"])),
                                                           min_size=1, max_size=2), accept)
 retirement = st.tuples(st.just("retire"), st.sampled_from(["source", "claim", "claim"]), pick)
+lonely_source = st.tuples(st.just("retire_lonely"), pick)  # the only active source of a claim
+basis = st.tuples(st.just("retire_basis"), pick, st.sampled_from(["claim", "sources"]))  # a verdict basis, or its sources
 operation = st.one_of(
     new_sources, new_claims, new_claims, new_claims, new_relations, new_relations, new_group, new_group, new_verdict,
-    retirement, retirement,
+    retirement, retirement, lonely_source, basis,
     st.tuples(st.just("focus"), st.sampled_from(get_args(Focus))),
     st.tuples(st.just("late")),  # the next operation's events are applied only after a read caught up
     st.tuples(st.just("lost")),  # the next operation's events never reach the projection (a gap follows)
@@ -128,9 +134,9 @@ class History:
                 await read_models.apply_event(row.envelope, row.id, self.projection())
             self.applied_up_to = row.id
 
-    async def _sources(self, types: list[str]) -> None:
+    async def _sources(self, wanted: list[tuple[str, str]]) -> None:
         await review.record_sources(RecordSources(actor=REVIEWER, case_id=self.case_id, sources=[
-            source_item(self.new_id("s"), type=t) for t in types]), self.review())
+            source_item(self.new_id("s"), type=t, publisher=p) for t, p in wanted]), self.review())
 
     async def _claims(self, wanted: list[tuple[str, list[int], bool]]) -> None:
         cited = await self.active(sources, "source_id")
@@ -171,9 +177,47 @@ class History:
     async def _retire(self, record: str, which: int) -> None:
         found = await self.active(*((sources, "source_id") if record == "source" else (claims, "claim_id")))
         if found:
-            await review.retire_records(RetireRecords(actor=REVIEWER, case_id=self.case_id, note="history",
-                                                      records=[{"record": record, "id": found[which % len(found)]}]),
-                                        self.review())
+            await self.retire([(record, found[which % len(found)])])
+
+    async def retire(self, records: list[tuple[str, str]]) -> None:
+        await review.retire_records(RetireRecords(actor=REVIEWER, case_id=self.case_id, note="history", records=[
+            {"record": record, "id": record_id} for record, record_id in records]), self.review())
+
+    async def cited_sources(self, claim_ids: list[str] | None = None) -> dict[str, list[str]]:
+        """Per active claim (of these, or any but the verdict), the active sources it cites."""
+        chosen = claims.c.kind != "verdict" if claim_ids is None else claims.c.claim_id.in_(claim_ids)
+        query = (select(claim_sources.c.claim_id, claim_sources.c.source_id)
+                 .join(sources, and_(sources.c.case_id == claim_sources.c.case_id,
+                                     sources.c.source_id == claim_sources.c.source_id))
+                 .join(claims, and_(claims.c.case_id == claim_sources.c.case_id,
+                                    claims.c.claim_id == claim_sources.c.claim_id))
+                 .where(claim_sources.c.case_id == self.case_id, sources.c.status == "active",
+                        claims.c.status == "active", chosen)
+                 .order_by(claim_sources.c.claim_id, claim_sources.c.source_id))
+        async with self.db.engine.connect() as connection:
+            found: dict[str, list[str]] = {}
+            for row in await connection.execute(query):
+                found.setdefault(row.claim_id, []).append(row.source_id)
+            return found
+
+    async def _retire_lonely(self, which: int) -> None:
+        """Retire the only active source of a claim: the claim is left unsupported."""
+        lonely = sorted(sources_of[0] for sources_of in (await self.cited_sources()).values() if len(sources_of) == 1)
+        if lonely:
+            await self.retire([("source", lonely[which % len(lonely)])])
+
+    async def _retire_basis(self, which: int, what: str) -> None:
+        """Retire a claim the verdict rests on, or every active source it cites: the verdict is weakened."""
+        async with self.db.engine.connect() as connection:
+            bases = list((await connection.execute(
+                select(relations.c.source_claim_id).where(relations.c.case_id == self.case_id,
+                                                          relations.c.status == "active", relations.c.verdict_basis)
+                .order_by(relations.c.relation_id))).scalars())
+        if not bases:
+            return
+        claim_id = bases[which % len(bases)]
+        cited = (await self.cited_sources([claim_id])).get(claim_id, [])
+        await self.retire([("claim", claim_id)] if what == "claim" or not cited else [("source", s) for s in cited])
 
     async def _focus(self, focus: str) -> None:
         await use_cases.set_focus(ToolRequest(actor=AGENT, args=SetFocusArgs(expected_case_id=self.case_id, focus=focus),
@@ -223,13 +267,12 @@ async def ledger(servers):
     await remove_deployment(servers, deployment)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(steps=st.lists(operation, min_size=20, max_size=32))
-async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_ledger(ledger, steps):
+async def kept_equals_rebuilt(ledger: tuple[Database, Origin], steps: list[tuple]) -> dict[str, Any]:
+    """Run the history; its view kept change by change agrees with the read rules and with a rebuild."""
     history = History(*ledger)
     await review.create_case(CreateCase(actor=REVIEWER, case_id=history.case_id, title="Views",
                                         question="Do the views agree?"), history.review())
-    for step in [("sources", ["primary", "social"]), *steps]:
+    for step in [("sources", [("primary", PUBLISHERS[0]), ("social", PUBLISHERS[2])]), *steps]:
         await history.run(step)
     await history.project()
     kept = await history.view()
@@ -239,3 +282,29 @@ async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_l
         await read_models.rebuild_case(uow, history.case_id)
         await uow.commit()
     assert await history.view() == kept
+    return kept["workspace"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(steps=st.lists(operation, min_size=20, max_size=32))
+async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_ledger(ledger, steps):
+    await kept_equals_rebuilt(ledger, steps)
+
+
+async def test_retirements_that_rerate_claims_and_the_verdict_are_kept_as_the_rebuild_has_them(ledger):
+    steps = [
+        ("sources", [("official", PUBLISHERS[1]), ("analysis", PUBLISHERS[3])]),  # s2, s3
+        ("claims", [("supported", [1], True), ("supported", [2], True), ("disputed", [2, 3], True)]),  # c4–c6
+        ("verdict", 0, [(0, "supports"), (1, "supports"), (2, "contradicts")], True),  # v7 on c4, c5, c6
+        ("late",), ("retire_lonely", 0),  # s1, c4's only source: c4 unsupported, the verdict weakened
+        ("retire_basis", 2, "claim"),  # c5 (bases by relation id: r10, r8, r9): its basis relation ends with it
+        ("lost",), ("retire_basis", 0, "sources"),  # c6's s2 and s3: unsupported, the verdict weakened again
+        ("sources", [("primary", PUBLISHERS[4])]),  # s11: its change finds the gap, caught up from the change log
+    ]
+    workspace = await kept_equals_rebuilt(ledger, steps)
+    health = workspace["evidenceHealth"]
+    assert health["unsupported"]["claimIds"] == ["c4", "c6"] and health["verdictHealth"] == "weakened"
+    assert health["independentOrigins"] == 2  # s0 (Example Agency) and s11 (Daily Press) are left
+    assert workspace["verdict"]["lost"][:2] == [{"record": "claim", "id": "c4"}, {"record": "source", "id": "s1"}]
+    assert [(i["type"], i.get("claimId")) for i in workspace["unresolved"]["items"][:3]] == [
+        ("verdict_weakened", "v7"), ("claim_unsupported", "c4"), ("claim_unsupported", "c6")]

@@ -29,6 +29,7 @@ def upgrade() -> None:
     sa.Column('revision', sa.BigInteger(), nullable=False),
     sa.Column('strong', sa.Boolean(), nullable=False),
     sa.Column('cited_by', sa.Integer(), nullable=False),
+    sa.Column('origin', sa.Text(), nullable=False),
     sa.PrimaryKeyConstraint('case_id', 'source_id', name=op.f('pk_view_sources'))
     )
     op.create_index('ix_view_sources_ledger_order', 'view_sources', ['case_id', 'revision', 'source_id'])
@@ -50,12 +51,22 @@ def upgrade() -> None:
     sa.Column('open', sa.Boolean(), nullable=False),
     sa.Column('contradicted_by', postgresql.ARRAY(sa.Text()), nullable=False),
     sa.Column('unit', KEY, nullable=False),
+    sa.Column('health', sa.Text(), nullable=False),
+    sa.Column('lost', postgresql.JSONB(astext_type=sa.Text()), nullable=False),
     sa.PrimaryKeyConstraint('case_id', 'claim_id', name=op.f('pk_view_claims'))
     )
     op.create_index('ix_view_claims_focus_all', 'view_claims', ['case_id', *FOCUS_ORDER])
     op.create_index('ix_view_claims_focus_unresolved', 'view_claims', ['case_id', sa.text('open DESC'), *FOCUS_ORDER])
     op.create_index('ix_view_claims_focus_primary', 'view_claims', ['case_id', sa.text('strong DESC'), *FOCUS_ORDER])
     op.create_index('ix_view_claims_unit', 'view_claims', ['case_id', 'unit'])
+    op.create_index('ix_view_claims_unsupported', 'view_claims', ['case_id', 'revision', 'claim_id'],
+                    postgresql_where=sa.text("health = 'unsupported'"))
+    op.create_table('view_origins',
+    sa.Column('case_id', sa.Text(), nullable=False),
+    sa.Column('origin', sa.Text(), nullable=False),
+    sa.Column('sources', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('case_id', 'origin', name=op.f('pk_view_origins'))
+    )
     op.create_table('view_group_members',
     sa.Column('case_id', sa.Text(), nullable=False),
     sa.Column('group_id', KEY, nullable=False),
@@ -65,19 +76,22 @@ def upgrade() -> None:
     op.create_index('ix_view_group_members_claim', 'view_group_members', ['case_id', 'claim_id'])
     op.create_table('view_unresolved',
     sa.Column('case_id', sa.Text(), nullable=False),
+    sa.Column('band', sa.SmallInteger(), nullable=False),
     sa.Column('claim_revision', sa.BigInteger(), nullable=False),
     sa.Column('claim_id', KEY, nullable=False),
     sa.Column('position', sa.SmallInteger(), nullable=False),
     sa.Column('type', sa.Text(), nullable=False),
     sa.Column('detail', sa.Text(), nullable=False),
     sa.Column('action', sa.Text(), nullable=False),
-    sa.PrimaryKeyConstraint('case_id', 'claim_revision', 'claim_id', 'position', name=op.f('pk_view_unresolved'))
+    sa.PrimaryKeyConstraint('case_id', 'band', 'claim_revision', 'claim_id', 'position',
+                            name=op.f('pk_view_unresolved'))
     )
     op.create_index('ix_view_unresolved_claim', 'view_unresolved', ['case_id', 'claim_id'])
 
 
 def downgrade() -> None:
-    for table in ('view_unresolved', 'view_group_members', 'view_claims', 'view_sources', 'view_counts'):
+    for table in ('view_unresolved', 'view_group_members', 'view_origins', 'view_claims', 'view_sources',
+                  'view_counts'):
         op.drop_table(table)
     op.drop_column('case_views', 'verdict_id')
     op.execute("DELETE FROM case_views")  # the blobs are recomputed at the next read
