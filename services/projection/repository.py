@@ -197,7 +197,8 @@ class SqlReads:
     async def verdict(self, case_id: str, claim_id: str, revision: int) -> LedgerSnapshot | None:
         """The case's verdict, its bases and their claims, and the active sources those cite, at `revision`."""
         bases = [r for r in await self.relations_into(case_id, [claim_id], revision) if r.verdict_basis]
-        found = await self.snapshot_of_claims(case_id, [claim_id, *(r.source_claim_id for r in bases)])
+        # Active claims only: a basis may run from the verdict this one superseded, no longer a verdict then.
+        found = await self.snapshot_of_claims(case_id, [claim_id, *(r.source_claim_id for r in bases)], revision)
         if not any(c.claim_id == claim_id for c in found):
             return None
         cited = sorted({s for c in found if c.claim_id != claim_id for s in c.source_ids})
@@ -209,7 +210,8 @@ class SqlReads:
                               publishers={r.source_id: r.publisher for r in source_rows})
 
 
-    async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str]) -> list[ClaimView]:
+    async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str], revision: int) -> list[ClaimView]:
+        """These claims, those of them active at `revision`."""
         cited = await self.connection.execute(
             select(claim_sources.c.claim_id, claim_sources.c.source_id)
             .where(claim_sources.c.case_id == case_id, claim_sources.c.claim_id.in_(claim_ids))
@@ -218,7 +220,8 @@ class SqlReads:
         for r in cited:
             source_ids.setdefault(r.claim_id, []).append(r.source_id)
         rows = await self.connection.execute(
-            select(claims).where(claims.c.case_id == case_id, claims.c.claim_id.in_(claim_ids)))
+            select(claims).where(claims.c.case_id == case_id, claims.c.claim_id.in_(claim_ids),
+                                 active_at(claims, revision)).order_by(claims.c.revision, claims.c.claim_id))
         return [ClaimView(r.claim_id, r.text, r.kind, r.confidence, r.lane, r.display_order,
                           tuple(source_ids.get(r.claim_id, ())), r.revision) for r in rows]
 
