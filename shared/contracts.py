@@ -61,6 +61,12 @@ class Contract(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class RequestBody(Contract):
+    """A body sent from outside (the HTTP API): types are strict, so `true` is no revision and "3" no number."""
+
+    model_config = ConfigDict(strict=True)
+
+
 class Actor(Contract):
     """Who is calling, as the gateway authenticated them."""
 

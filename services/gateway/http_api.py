@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
-from shared.contracts import Contract, RecordedSource, Revision, Slug
+from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1")
@@ -46,32 +46,32 @@ async def call(request: Request, command: Command, message: Contract) -> Any:
 # --- request bodies ---------------------------------------------------------------------------------
 
 
-class CreateCaseBody(Contract):
+class CreateCaseBody(RequestBody):
     case_id: Slug
     title: c.bounded_text(200)
     question: c.bounded_text(1000)
 
 
-class RecordSourcesBody(Contract):
+class RecordSourcesBody(RequestBody):
     sources: Annotated[list[RecordedSource], Field(min_length=1, max_length=50)]
     expected_revision: Revision | None = None
 
 
-class GuidanceBody(Contract):
+class GuidanceBody(RequestBody):
     text: c.bounded_text(2000)
 
 
-class TokenBody(Contract):
+class TokenBody(RequestBody):
     role: Literal["agent", "reviewer", "admin", "subscriber"]
     name: c.bounded_text(100)
     case_id: Slug | None = None
 
 
-class ActiveCaseBody(Contract):
+class ActiveCaseBody(RequestBody):
     case_id: Slug
 
 
-class DecisionBody(Contract):
+class DecisionBody(RequestBody):
     accept: Annotated[list[str], Field(max_length=50)] = []
     reject: Annotated[list[str], Field(max_length=50)] = []
     note: c.bounded_text(2000, min_length=0) | None = None
@@ -79,25 +79,25 @@ class DecisionBody(Contract):
     expected_revision: Revision
 
 
-class CompanyBody(Contract):
+class CompanyBody(RequestBody):
     ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
     name: c.bounded_text(200)
 
 
-class SourceFileBody(Contract):
+class SourceFileBody(RequestBody):
     title: c.bounded_text(300)
     url: c.web_url(2000)
     text: c.bounded_text(200_000)
 
 
-class ThesisClaimBody(Contract):
+class ThesisClaimBody(RequestBody):
     text: c.bounded_text(5000)
     label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
     section: c.bounded_text(120)
     source_url: c.bounded_text(2000, min_length=0) | None = None
 
 
-class DeltaDecisionBody(c.DeltaDecision):
+class DeltaDecisionBody(c.DeltaDecision, RequestBody):
     """Accept or reject a committed delta; a rejection says why in `note`."""
 
 
@@ -154,7 +154,7 @@ async def record_sources(
     )
 
 
-class RetireBody(Contract):
+class RetireBody(RequestBody):
     records: Annotated[list[c.RecordRef], Field(min_length=1, max_length=50)]
     note: c.bounded_text(2000)
     expected_revision: Revision | None = None
@@ -306,7 +306,7 @@ async def decide_delta(
 # --- webhooks ---------------------------------------------------------------------------------------
 
 
-class WebhookBody(Contract):
+class WebhookBody(RequestBody):
     url: c.web_url(2000)
     case_id: Slug | None = None
     company_id: wc.Uuid | None = None

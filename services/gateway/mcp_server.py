@@ -62,7 +62,7 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in served_tools():
             # Not a failed call but no such tool: a JSON-RPC error, as the MCP specification asks.
-            metrics.observe_tool(metrics.UNKNOWN_TOOL, "unknown_tool", 0.0)
+            metrics.observe_tool(params.name, "unknown_tool", 0.0)
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {excerpt(params.name)}; call tools/list for the tools served")
         correlation_id = _correlation_id(ctx)
         started = time.perf_counter()
