@@ -19,6 +19,7 @@ from services.gateway.auth import Principal
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import tool_error, tool_result
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
+from shared import untrusted
 from shared.errors import (
     Forbidden,
     InternalError,
@@ -73,7 +74,7 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
                 principal = await resolve_principal(ctx)
                 result = await _call(client, discoveries, principal, params.name, params.arguments or {},
                                      correlation_id, traceparent)
-                return tool_result(result)
+                return tool_result(untrusted.framed_answer(params.name, result))
             except ThreadlineError as error:
                 outcome = error.code
                 log.info("tool_refused", code=error.code, field=error.field)

@@ -21,19 +21,19 @@ from shared.spec import SPEC_DIR, SPEC_FILES
 from shared.spec.tools import TITLES
 from shared.subjects import Command
 from tests.events import stream_events, wait_until_published
-from tests.factories import new_company, preview_args, previewed_and_committed, unique
+from tests.factories import new_company, preview_args, previewed_and_committed, unframed, unique
 
 
 async def context(mcp, **args):
     result = await mcp.call_tool("get_company_context", args)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return unframed(result.structured_content)
 
 
 async def call_ok(mcp, tool, args):
     result = await mcp.call_tool(tool, args)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return unframed(result.structured_content)
 
 
 async def call_refused(mcp, tool, args):
