@@ -246,3 +246,11 @@ async def previewed_and_committed(mcp: Any, args: dict[str, Any]) -> dict[str, A
         "commitToken": preview.structured_content["commitToken"]})
     assert not committed.is_error, committed.content[0].text
     return unframed(preview.structured_content)
+
+
+async def ui_sign_in(http: Any, token: str, next: str = "/ui") -> Any:
+    """Sign an HTTP client in to the review UI as a browser does: load the form (its pre-session), post it."""
+    form = await http.get("/ui/signin", params={"next": next})
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text)
+    assert csrf is not None, form.text
+    return await http.post("/ui/signin", data={"token": token, "next": next, "csrf": csrf.group(1)})

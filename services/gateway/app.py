@@ -38,6 +38,7 @@ from services.gateway.mcp_server import (
     build_server,
     principal_from_http,
 )
+from services.gateway.sessions import UiSessions
 from shared import asyncapi, version
 from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unavailable
@@ -71,6 +72,7 @@ class Gateway:
     client: ServiceClient
     tokens: TokenStore
     discoveries: Discoveries
+    sessions: UiSessions
 
     @classmethod
     def connect(cls, settings: Settings) -> Gateway:
@@ -81,7 +83,7 @@ class Gateway:
         broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
         return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds),
-                   Discoveries(db, settings.auth_cache_seconds))
+                   Discoveries(db, settings.auth_cache_seconds), UiSessions(db))
 
     async def start(self) -> None:
         await self.broker.start()
