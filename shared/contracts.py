@@ -6,7 +6,9 @@ these models give the services typed, frozen values and refuse anything the sche
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -48,8 +50,22 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), Storable]
 
 
+def _named_host(url: str) -> str:
+    # The host must be one DNS can carry (IDNA), and the URL free of spaces and control characters.
+    try:
+        host = urlsplit(url).hostname or ""
+        host.encode("idna")
+    except (UnicodeError, ValueError):
+        host = ""
+    if not host or any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in url):
+        raise PydanticCustomError("url_host", "is not a web URL with a valid host name",
+                                  {"hint": "send an http(s) URL such as https://example.org/page"})
+    return url
+
+
 def web_url(max_length: int) -> Any:
-    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
+    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable,
+                     AfterValidator(_named_host)]
 
 
 class Contract(BaseModel):
