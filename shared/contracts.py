@@ -64,8 +64,12 @@ def _named_host(url: str) -> str:
 
 
 def web_url(max_length: int) -> Any:
-    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable,
-                     AfterValidator(_named_host)]
+    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
+
+
+def reachable_url(max_length: int) -> Any:
+    """A URL the system will connect to (a webhook's): its host must be one a resolver can be asked about."""
+    return Annotated[web_url(max_length), AfterValidator(_named_host)]
 
 
 class Contract(BaseModel):

@@ -311,7 +311,7 @@ async def decide_delta(
 
 
 class WebhookBody(RequestBody):
-    url: c.web_url(2000)
+    url: c.reachable_url(2000)
     case_id: Slug | None = None
     company_id: wc.Uuid | None = None
     types: Annotated[list[wc.EventTypeName], Field(max_length=20)] = []
