@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -48,6 +49,22 @@ Storable = AfterValidator(_storable)
 def bounded_text(max_length: int, min_length: int = 1) -> Any:
     """Free text of bounded length that can be stored as it is."""
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), Storable]
+
+
+def _counted(max_length: int) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > max_length:
+            raise PydanticCustomError("too_long", "List should have at most {max_length} items, not {actual_length}",
+                                      {"field_type": "List", "max_length": max_length, "actual_length": len(value)})
+        return value
+
+    return BeforeValidator(check)
+
+
+def bounded_list(item: Any, max_length: int, min_length: int = 0) -> Any:
+    """A list of at most `max_length` items whose length is checked before any item is: a list sent from
+    outside with a million items is refused at the cost of one len()."""
+    return Annotated[list[item], _counted(max_length), Field(min_length=min_length, max_length=max_length)]
 
 
 def _named_host(url: str) -> str:
@@ -121,7 +138,7 @@ class Transcription(Contract):
 class RecordedSource(SourceItem):
     """A source a reviewer records directly, optionally with labeled screenshot transcriptions."""
 
-    transcriptions: Annotated[list[Transcription], Field(max_length=20)] = []
+    transcriptions: bounded_list(Transcription, 20) = []
 
 
 class ClaimItem(Contract):

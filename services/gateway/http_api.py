@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Security
 from fastapi.security import HTTPBearer
-from pydantic import Field, StringConstraints
+from pydantic import StringConstraints
 
 from services.gateway import api_models as m
 from services.gateway.auth import Principal, require_role
@@ -57,7 +57,7 @@ class CreateCaseBody(RequestBody):
 
 
 class RecordSourcesBody(RequestBody):
-    sources: Annotated[list[RecordedSource], Field(min_length=1, max_length=50)]
+    sources: c.bounded_list(RecordedSource, 50, min_length=1)
     expected_revision: Revision | None = None
 
 
@@ -76,8 +76,8 @@ class ActiveCaseBody(RequestBody):
 
 
 class DecisionBody(RequestBody):
-    accept: Annotated[list[str], Field(max_length=50)] = []
-    reject: Annotated[list[str], Field(max_length=50)] = []
+    accept: c.bounded_list(str, 50) = []
+    reject: c.bounded_list(str, 50) = []
     note: c.bounded_text(2000, min_length=0) | None = None
     # The case revision the reviewer saw: a decision on a view the ledger has moved past is refused.
     expected_revision: Revision
@@ -159,7 +159,7 @@ async def record_sources(
 
 
 class RetireBody(RequestBody):
-    records: Annotated[list[c.RecordRef], Field(min_length=1, max_length=50)]
+    records: c.bounded_list(c.RecordRef, 50, min_length=1)
     note: c.bounded_text(2000)
     expected_revision: Revision | None = None
 
@@ -314,7 +314,7 @@ class WebhookBody(RequestBody):
     url: c.reachable_url(2000)
     case_id: Slug | None = None
     company_id: wc.Uuid | None = None
-    types: Annotated[list[wc.EventTypeName], Field(max_length=20)] = []
+    types: c.bounded_list(wc.EventTypeName, 20) = []
 
 
 WebhookId = Annotated[wc.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
