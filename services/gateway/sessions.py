@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from datetime import timedelta
 
-from sqlalchemy import func, insert, update
+from sqlalchemy import delete, func, insert, or_, update
 
 from services.gateway.auth import Principal, digest
 from shared.db.session import Database
@@ -27,6 +27,10 @@ class UiSessions:
         """A new session for the signed-in reviewer; the id returned is what the cookie holds."""
         session_id = secrets.token_urlsafe(32)
         async with self.db.transaction() as connection:
+            # The same reviewer's ended sessions go as a new one starts: the table holds live ones only.
+            await connection.execute(delete(ui_sessions).where(
+                ui_sessions.c.token_id == principal.token_id,
+                or_(ui_sessions.c.expires_at < func.now(), ui_sessions.c.revoked_at.is_not(None))))
             await connection.execute(insert(ui_sessions).values(
                 session_hash=digest(session_id), token_id=principal.token_id,
                 expires_at=func.now() + self.lifetime))
