@@ -423,6 +423,7 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.LIST_CASES: ListCases,
         Command.GET_CASE: CaseRef,
         Command.CASE_HISTORY: CaseHistory,
+        Command.CASE_GRAPH: CaseRef,
         Command.ADD_GUIDANCE: AddGuidance,
         Command.RECORD_SOURCES: RecordSources,
         Command.RETIRE_RECORDS: RetireRecords,

@@ -131,6 +131,23 @@ class EndedRecord(EventData):
     note: str = Field(description="Why: the reviewer's note, or which claim took the link with it.")
 
 
+class LostRecord(EventData):
+    """A record whose retirement took support from a re-rated claim or verdict."""
+
+    record: Literal["source", "claim", "relation"]
+    id: str
+
+
+class ReratedRecord(EventData):
+    """A claim or verdict re-rated by a retirement (evidence health): what it lost, and what it is now."""
+
+    claim_id: str = Field(description="The claim (or the case's verdict) re-rated.")
+    health: Literal["unsupported", "weakened"] = Field(
+        description="`unsupported`: none of the sources it cites is active; `weakened`: the verdict's basis "
+        "lost support.")
+    lost: list[LostRecord] = Field(description="The records whose retirement took its support (bounded).")
+
+
 class LedgerChange(EventData):
     """Canonical records added, superseded or retired by one revision."""
 
@@ -140,6 +157,7 @@ class LedgerChange(EventData):
     groups_added: list[AddedGroup] = []
     superseded: list[SupersededRecord] = []
     retired: list[EndedRecord] = []
+    rerated: list[ReratedRecord] = []
 
 
 class LedgerChanged(EventData):

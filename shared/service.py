@@ -186,15 +186,18 @@ def command_router(ctx: ServiceContext, routes: Mapping[Command, UseCase], unit_
 def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: UseCase,
              unit_of_work: UnitOfWorkFactory) -> Callable[..., Awaitable[dict[str, Any]]]:
     crash_after_commit = command.value in ctx.settings.failpoint_commands("exit_after_commit")
+    # The message comes from FastStream's context rather than as an injected parameter: fast_depends
+    # resolves such a parameter through a worker thread, one thread hop per command.
+    context = ctx.client.broker.context
 
-    async def handle(body: Any, message: NatsMessage) -> dict[str, Any]:
-        result = await use_case(body, unit_of_work(ctx, Meta.of(message)))
+    async def handle(body: Any) -> dict[str, Any]:
+        result = await use_case(body, unit_of_work(ctx, Meta.of(context.get_local("message"))))
         if crash_after_commit:  # a failpoint for tests: die as if killed between the commit and the reply
             log.warning("failpoint_exit_after_commit", command=command.value)
             os._exit(137)
         return ok(result)
 
     # FastStream validates the body against the parameter's annotation: the command's contract.
-    handle.__annotations__ = {"body": contract, "message": NatsMessage, "return": dict[str, Any]}
+    handle.__annotations__ = {"body": contract, "return": dict[str, Any]}
     handle.__name__ = handle.__qualname__ = command.value
     return handle

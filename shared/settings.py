@@ -115,27 +115,23 @@ class Settings(BaseSettings):
             return {}
         return json.loads(path.read_text())
 
-    def resolved_database_url(self) -> str:
-        url = self.database_url or self.runtime().get("databaseUrl")
+    def _configured_or_running(self, configured: str | None, key: str, what: str, variable: str) -> str:
+        """A URL set in the settings, else the one a running `threadline up` wrote into runtime.json."""
+        url = configured or self.runtime().get(key)
         if not url:
-            raise ConfigurationError(
-                "no database: set THREADLINE_DATABASE_URL or start `threadline up` (it writes "
-                f"{self.data_dir / RUNTIME_FILE})"
-            )
+            raise ConfigurationError(f"no {what}: set {variable} or start `threadline up` (it writes "
+                                     f"{self.data_dir / RUNTIME_FILE})")
         return url
+
+    def resolved_database_url(self) -> str:
+        return self._configured_or_running(self.database_url, "databaseUrl", "database", "THREADLINE_DATABASE_URL")
 
     def resolved_relay_database_url(self) -> str:
         """The relay's session connection: the direct URL when one is given, else the usual one."""
         return self.relay_database_url or self.resolved_database_url()
 
     def resolved_nats_url(self) -> str:
-        url = self.nats_url or self.runtime().get("natsUrl")
-        if not url:
-            raise ConfigurationError(
-                "no NATS server: set THREADLINE_NATS_URL or start `threadline up` (it writes "
-                f"{self.data_dir / RUNTIME_FILE})"
-            )
-        return url
+        return self._configured_or_running(self.nats_url, "natsUrl", "NATS server", "THREADLINE_NATS_URL")
 
     def resolved_http_url(self) -> str:
         return self.runtime().get("httpUrl") or f"http://{self.http_host}:{self.http_port}"

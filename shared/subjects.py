@@ -41,6 +41,7 @@ class Command(StrEnum):
     LIST_CASES = "list_cases"
     GET_CASE = "get_case"
     CASE_HISTORY = "case_history"
+    CASE_GRAPH = "case_graph"
     ADD_GUIDANCE = "add_guidance"
     RECORD_SOURCES = "record_sources"
     RETIRE_RECORDS = "retire_records"
@@ -72,8 +73,8 @@ OWNER: dict[Command, Service] = {
     **{c: Service.PROJECTION for c in (Command.GET_WORKSPACE, Command.INSPECT_SOURCES, Command.SET_FOCUS,
                                        Command.GET_COMPANY_CONTEXT, Command.CASE_LEDGER)},
     **{c: Service.REVIEW for c in (Command.CREATE_CASE, Command.LIST_CASES, Command.GET_CASE,
-                                   Command.CASE_HISTORY, Command.ADD_GUIDANCE, Command.RECORD_SOURCES,
-                                   Command.RETIRE_RECORDS, Command.LIST_PROPOSALS, Command.GET_PROPOSAL,
+                                   Command.CASE_HISTORY, Command.CASE_GRAPH, Command.ADD_GUIDANCE,
+                                   Command.RECORD_SOURCES, Command.RETIRE_RECORDS, Command.LIST_PROPOSALS, Command.GET_PROPOSAL,
                                    Command.DECIDE)},
     **{c: Service.THESIS_DELTA for c in (Command.PROPOSE_CLAIM_DELTA, Command.CREATE_COMPANY,
                                          Command.LIST_COMPANIES, Command.GET_COMPANY, Command.ADD_SOURCE_FILE,

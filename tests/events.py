@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import StreamInfo
+from nats.js.client import JetStreamContext
+from nats.js.errors import ServiceUnavailableError
 from sqlalchemy import func, select
 
 from shared.db.tables import outbox
@@ -12,12 +17,25 @@ from shared.settings import Settings
 from tests.support import connect_nats
 
 
+async def stream_info(js: JetStreamContext, stream: str, within: float = 60.0) -> StreamInfo:
+    """The stream's info, waiting out an election: on a cluster that just lost a server the stream (or the
+    meta leader) can be without a leader for seconds, and JetStream's API then times out or has no responder."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await js.stream_info(stream)
+        except (NatsTimeout, ServiceUnavailableError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
 async def stream_events(settings: Settings) -> list[dict]:
     """Every event in the deployment's stream, in stream order, with its sequence and headers."""
     connection = await connect_nats(settings)
     try:
         js = connection.jetstream()
-        total = (await js.stream_info(settings.stream_name)).state.messages
+        total = (await stream_info(js, settings.stream_name)).state.messages
         subscription = await js.subscribe(f"{settings.nats_prefix}.events.>", ordered_consumer=True,
                                           stream=settings.stream_name)
         found = []

@@ -26,6 +26,7 @@ from services.thesis_delta.ports import ThesisUnitOfWork
 from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
 from shared.errors import Unavailable
 from shared.events import Event, LedgerChanged, Origin
+from shared.health import Basis, Rating
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, RecordHistory, References
 from shared.replies import CompanyContext
 from shared.subjects import Subjects
@@ -45,6 +46,7 @@ class Store:
     decisions: list[Decision] = field(default_factory=list)
     change_log: list[LedgerChanged] = field(default_factory=list)
     outbox: list[Event] = field(default_factory=list)
+    ratings: dict[tuple[str, str], Rating] = field(default_factory=dict)  # (case, claim) → evidence health
     clock: datetime = field(default_factory=lambda: datetime(2026, 1, 1, tzinfo=UTC))
 
     def add_case(self, case_id: str, revision: int = 0) -> None:
@@ -190,6 +192,24 @@ class FakeLedger:
                 r.update(status="retired", ended=provenance.revision)
                 ended.append((record, rid))
         return ended
+
+    async def citations_of(self, case_id: str, source_ids: list[str]) -> dict[str, dict[str, str]]:
+        return {cid: {s: self.store.status(case_id, "source", s) for s in r["sources"]}
+                for (case, record, cid), r in self.store.records.items()
+                if case == case_id and record == "claim" and r["status"] == ACTIVE
+                and set(r["sources"]) & set(source_ids)}
+
+    async def verdict_bases(self, case_id: str) -> tuple[str | None, list[Basis]]:
+        verdict = next((cid for (case, record, cid), r in self.store.records.items() if case == case_id
+                        and record == "claim" and r["kind"] == VERDICT and r["status"] == ACTIVE), None)
+        return verdict, [Basis(rid, r["ends"][0]) for (case, record, rid), r in self.store.records.items()
+                         if case == case_id and record == "relation" and r["basis"] and r["ends"][1] == verdict]
+
+    async def ratings(self, case_id: str) -> dict[str, list[tuple[str, str]]]:
+        return {cid: list(r.lost) for (case, cid), r in self.store.ratings.items() if case == case_id}
+
+    async def rate(self, case_id: str, ratings: Sequence[Rating], revision: int) -> None:
+        self.store.ratings.update({(case_id, r.claim_id): r for r in ratings})
 
     async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None:
         self.store.change_log.append(step)

@@ -1,11 +1,33 @@
-"""`threadline demo load`: a demo case and a demo company thesis, loaded idempotently."""
+"""`threadline demo load`: a demo case with a research loop worth opening, and a demo company thesis; idempotent.
+
+The demo case's loop goes through the paths agents and reviewers use: an agent stages sources, claims,
+relations, a merge group and a verdict (the staging service checks each call), a reviewer accepts them
+(the review service installs them), retires a source that was withdrawn (its claim and the verdict are
+re-rated) and leaves one proposal pending. Each step runs only when its records are not in the ledger yet.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.cli.demo_case import DEMO_LOOP, PENDING, RETIRED
 from services.cli.operations import OPERATOR, command, create_case
-from shared.contracts import AddSourceFile, AddThesisClaim, CompanyRef, CreateCompany, RecordSources
+from shared import kinds
+from shared.contracts import (
+    Actor,
+    AddSourceFile,
+    AddThesisClaim,
+    CaseHistory,
+    CaseRef,
+    CompanyRef,
+    CreateCompany,
+    Decide,
+    ListProposals,
+    RecordRef,
+    RecordSources,
+    RetireRecords,
+    ToolRequest,
+)
 from shared.errors import AlreadyExists
 from shared.settings import Settings
 from shared.subjects import Command
@@ -72,6 +94,66 @@ async def ensure_demo_case(settings: Settings) -> None:
         pass
 
 
+REVIEWER = Actor(name="demo-reviewer", role="reviewer")
+
+
+class ResearchLoop:
+    """An agent staging and a reviewer deciding on the demo case, one step at a time."""
+
+    def __init__(self, settings: Settings, agent_name: str) -> None:
+        self.settings = settings
+        self.agent = Actor(name=agent_name, role="agent")
+
+    async def revision(self) -> int:
+        return (await command(self.settings, Command.GET_CASE, CaseRef(actor=REVIEWER, case_id=DEMO_CASE_ID)))[
+            "revision"]
+
+    async def known(self) -> dict[str, str]:
+        """Every record id the case's ledger ever installed, `retired` or `installed` (from its change log)."""
+        found: dict[str, str] = {}
+        before = None
+        while True:
+            page = await command(self.settings, Command.CASE_HISTORY, CaseHistory(
+                actor=REVIEWER, case_id=DEMO_CASE_ID, before=before, limit=500))
+            for change in page["changes"]:
+                for added in ("sourcesAdded", "claimsAdded", "relationsAdded", "groupsAdded"):
+                    for record in change["changes"].get(added, []):
+                        found.setdefault(record.get("id") or record["groupId"], "installed")
+                found.update({r["id"]: "retired" for r in change["changes"].get("retired", [])})
+            if (before := page["nextBefore"]) is None:
+                return found
+
+    async def stage(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        kind = kinds.BY_TOOL[tool]
+        args = kind.arguments.model_validate(
+            {"expectedCaseId": DEMO_CASE_ID, "expectedRevision": await self.revision(), **arguments})
+        return await command(self.settings, kind.command, ToolRequest[kind.arguments](
+            actor=self.agent, args=args, discovered_case_id=DEMO_CASE_ID))
+
+    async def accept(self, staged: dict[str, Any], note: str) -> None:
+        await command(self.settings, Command.DECIDE, Decide(
+            actor=REVIEWER, proposal_id=staged["proposalId"], accept=[i["itemId"] for i in staged["items"]],
+            note=note, expected_revision=await self.revision()))
+
+    async def pending_items(self) -> set[str]:
+        listed = await command(self.settings, Command.LIST_PROPOSALS,
+                               ListProposals(actor=REVIEWER, case_id=DEMO_CASE_ID, status="pending"))
+        return {i["itemId"] for p in listed["proposals"] for i in p["items"]}
+
+    async def run(self) -> None:
+        known = await self.known()
+        for tool, first_id, arguments, note in DEMO_LOOP:
+            if first_id not in known:
+                await self.accept(await self.stage(tool, arguments), note)
+        if (await self.known()).get(RETIRED["id"]) == "installed":
+            await command(self.settings, Command.RETIRE_RECORDS, RetireRecords(
+                actor=REVIEWER, case_id=DEMO_CASE_ID, records=[RecordRef(record="source", id=RETIRED["id"])],
+                note=RETIRED["note"]))
+        tool, first_id, arguments = PENDING
+        if first_id not in await self.known() and first_id not in await self.pending_items():
+            await self.stage(tool, arguments)
+
+
 async def load_demo(settings: Settings, agent_name: str = "agent") -> dict[str, Any]:
     await ensure_demo_case(settings)
     try:
@@ -82,6 +164,7 @@ async def load_demo(settings: Settings, agent_name: str = "agent") -> dict[str, 
         )
     except AlreadyExists:
         pass
+    await ResearchLoop(settings, agent_name).run()
     try:
         company = await command(settings, Command.CREATE_COMPANY,
                                 CreateCompany(actor=OPERATOR, ticker=DEMO_TICKER, name="Demo Heat Systems plc"))

@@ -17,7 +17,8 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -184,39 +185,41 @@ class Supervisor:
             "pid": child.process.pid, "healthUrl": f"{base}/healthz", "metricsUrl": f"{base}/metrics"}
 
     async def _wait_ready(self, http_url: str, timeout: float = 60.0) -> None:
+        """Every backend service answers on NATS, then every process on its own probe port (each replica,
+        not just the first to answer) and the gateway's edge say they are ready."""
         deadline = time.monotonic() + timeout
         broker = create_broker(self.settings, role=OPERATOR, name="threadline-up")
         await broker.connect()
         client = ServiceClient(broker, Subjects(self.settings.nats_prefix), 2.0)
         try:
-            waiting = set(BACKEND_SERVICES)
-            while waiting:
-                self._checkpoint()
-                self._check_children()
-                for service in list(waiting):
-                    try:
-                        await client.ping(service, timeout=0.5)
-                        waiting.discard(service)
-                    except Exception:  # noqa: BLE001 - not up yet
-                        pass
-                if waiting:
-                    if time.monotonic() > deadline:
-                        raise StartupError(f"services did not answer: {', '.join(sorted(waiting))}; see "
-                                           f"{self.data_dir / 'logs'}")
-                    await asyncio.sleep(0.1)
+            await self._until_all({service.value: partial(client.ping, service, timeout=0.5)
+                                   for service in BACKEND_SERVICES}, deadline, "services did not answer")
         finally:
             await broker.stop()
         async with httpx2.AsyncClient(timeout=2.0) as http:
-            while True:
-                self._checkpoint()
-                self._check_children()
+            async def ready(url: str) -> bool:
+                return (await http.get(f"{url}/readyz")).status_code == 200
+
+            probes = {"the gateway": http_url} | {
+                child.name: self.runtime["services"][child.name]["healthUrl"].removesuffix("/healthz")
+                for child in self.children}
+            await self._until_all({name: partial(ready, url) for name, url in probes.items()}, deadline, "not ready")
+
+    async def _until_all(self, checks: dict[str, Callable[[], Awaitable[Any]]], deadline: float, failing: str) -> None:
+        """Poll each check until it passes (returns anything but False without raising), or fail naming those left."""
+        waiting = dict(checks)
+        while waiting:
+            self._checkpoint()
+            self._check_children()
+            for name, check in list(waiting.items()):
                 try:
-                    if (await http.get(f"{http_url}/readyz")).status_code == 200:
-                        return
-                except httpx2.HTTPError:
+                    if await check() is not False:
+                        del waiting[name]
+                except Exception:  # noqa: BLE001 - not up yet
                     pass
+            if waiting:
                 if time.monotonic() > deadline:
-                    raise StartupError(f"the gateway did not become ready; see {self.data_dir / 'logs'}")
+                    raise StartupError(f"{failing}: {', '.join(sorted(waiting))}; see {self.data_dir / 'logs'}")
                 await asyncio.sleep(0.1)
 
     def _check_children(self) -> None:

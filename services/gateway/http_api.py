@@ -9,6 +9,7 @@ from fastapi.security import HTTPBearer
 from pydantic import StringConstraints
 
 from services.gateway import api_models as m
+from services.gateway.argument_map import CaseGraph
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
@@ -179,6 +180,13 @@ async def retire_records(
 @router.get("/cases/{case_id}/ledger", tags=["cases"], response_model=m.LedgerView)
 async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+
+
+@router.get("/cases/{case_id}/graph", tags=["cases"], response_model=CaseGraph)
+async def case_graph(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
+    """The argument map: claims, sources and the verdict as nodes (status, confidence, evidence health),
+    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first."""
+    return await call(request, Command.CASE_GRAPH, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"], response_model=m.ProposalList)

@@ -23,6 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from services.gateway.argument_map import CaseGraph, render_svg
 from services.gateway.auth import Principal
 from services.gateway.errors import invalid_argument
 from services.gateway.http_api import CaseId
@@ -262,10 +263,13 @@ async def _case(request: Request, principal: Principal, case_id: str, *, problem
     ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
     decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
         actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
+    graph = CaseGraph.model_validate(await call(request, Command.CASE_GRAPH,
+                                                c.CaseRef(actor=principal.actor(), case_id=case_id)))
     claims = ledger["claims"]["items"]
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
                   claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
-                  decided=decided["proposals"], problem=problem, draft=draft)
+                  decided=decided["proposals"], problem=problem, draft=draft, graph=graph,
+                  argument_map=render_svg(graph), health_of={n.id: n for n in graph.nodes})
 
 
 @router.post("/cases/{case_id}/guidance")

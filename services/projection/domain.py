@@ -1,4 +1,4 @@
-"""Read-side rules: what is unresolved, how evidence is counted, paging, and the text of a source record."""
+"""Read-side rules: what is unresolved, how evidence is counted, paging, and untrusted-record framing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.projection import health
 from shared.ledger import VERDICT
 
 SECTIONS = ("summary", "claims", "sources", "proposals", "unresolved", "guidance")
@@ -55,6 +56,8 @@ class LedgerSnapshot:
     source_types: dict[str, str] = field(default_factory=dict)
     relations: list[RelationView] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
+    publishers: dict[str, str] = field(default_factory=dict)  # active source id → publisher
+    health: dict[str, tuple[str, list[dict[str, str]]]] = field(default_factory=dict)  # claim id → rating, lost
 
     @property
     def verdict(self) -> ClaimView | None:
@@ -77,6 +80,7 @@ def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
                 "action": "stage_verdict with at least one relation from a canonical claim to the verdict",
             }
         )
+    items += health.unresolved(snapshot)
     contradicted_by: dict[str, list[str]] = {}
     for relation in snapshot.relations:
         if relation.type == "contradicts":
@@ -240,37 +244,9 @@ def next_steps(
     return steps
 
 
-# --- a source record as one text (framed as untrusted data by shared.untrusted) ----------------------
+# --- untrusted evidence framing: in shared/untrusted.py, which review's proposal page uses too ----------
 
-
-def record_body(
-    source: Mapping[str, Any],
-    transcriptions: Sequence[Mapping[str, str]],
-    derived: Sequence[Mapping[str, str]] = (),
-    derived_omitted: int = 0,
-) -> str:
-    """Every free text of a source record — its own and its derived claims' — for framing as untrusted data."""
-    lines = [
-        f"id: {source['source_id']}",
-        f"publisher: {source['publisher']}",
-        f"title: {source['title']}",
-        f"url: {source['url']}",
-        f"type: {source['type']}",
-        f"publicationDate: {source['publication_date']}",
-        f"snapshotDate: {source['snapshot_date']}",
-        f"authority: {source['authority']}",
-        f"provenanceNote: {source['provenance_note']}",
-        "evidenceText:",
-        source["evidence_text"],
-    ]
-    for i, transcription in enumerate(transcriptions, 1):
-        lines += [f"screenshotTranscription[{i}] label: {transcription['label']}", transcription["text"]]
-    for i, claim in enumerate(derived, 1):
-        lines += [f"derivedClaim[{i}] {claim['claimId']}:", claim["text"]]
-    if derived_omitted:
-        lines.append(f"derivedClaims omitted: {derived_omitted}")
-    return "\n".join(lines)
-
+from shared.untrusted import UNTRUSTED_NOTICE, frame_record, record_body  # noqa: E402, F401
 
 # --- read models ------------------------------------------------------------------------------------
 
@@ -301,6 +277,7 @@ def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
             "bases": sum(1 for r in snapshot.relations if verdict and r.target_claim_id == verdict.claim_id
                          and r.verdict_basis),
         },
+        **health.summary(snapshot),
     }
 
 
@@ -332,6 +309,7 @@ def verdict_view(snapshot: LedgerSnapshot) -> dict[str, Any]:
         "sourceIds": list(verdict.source_ids),
         "revision": verdict.revision,
         "bases": [{"relationId": r.relation_id, "claimId": r.source_claim_id, "type": r.type} for r in bases],
+        **health.verdict_health(snapshot),
     }
 
 

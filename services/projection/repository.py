@@ -21,6 +21,7 @@ from shared.db.tables import (
     claim_sources,
     claims,
     decisions,
+    evidence_health,
     guidance_notes,
     item_decisions,
     merge_group_members,
@@ -96,8 +97,13 @@ class SqlReads:
             .select_from(claims.outerjoin(cited, cited.c.claim_id == claims.c.claim_id))
             .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
         )
-        source_rows = await self.connection.execute(
-            select(sources.c.source_id, sources.c.type).where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
+        source_rows = (await self.connection.execute(
+            select(sources.c.source_id, sources.c.type, sources.c.publisher)
+            .where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
+        )).all()
+        rating_rows = await self.connection.execute(
+            select(evidence_health.c.claim_id, evidence_health.c.health, evidence_health.c.lost)
+            .where(evidence_health.c.case_id == case_id)
         )
         relation_rows = await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
@@ -137,6 +143,8 @@ class SqlReads:
                 for r in relation_rows
             ],
             groups=groups,
+            publishers={r.source_id: r.publisher for r in source_rows},
+            health={r.claim_id: (r.health, r.lost) for r in rating_rows},
         )
 
 

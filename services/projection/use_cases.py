@@ -7,7 +7,7 @@ from typing import Any
 from services.projection import domain
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.read_models import current_view
-from shared import events, ledger, untrusted
+from shared import events, ledger
 from shared.contracts import (
     CaseRef,
     GetWorkspaceArgs,
@@ -272,12 +272,12 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
         claims, omitted = derived.get(source_id, ([], 0))
         # Labels and derived claims' texts are agent-written too: they go inside the frame, ids outside.
         body = domain.record_body(source, source["transcriptions"], claims, omitted)
-        framed = untrusted.frame_record(source_id, body)
+        framed = domain.frame_record(source_id, body)
         records.append(
             {
                 "sourceId": source_id,
                 "status": source["status"],
-                "trust": untrusted.RECORD_NOTICE,
+                "trust": domain.UNTRUSTED_NOTICE,
                 "nonce": framed["nonce"],
                 "record": framed["text"],
                 "transcriptions": len(source["transcriptions"]),

@@ -14,6 +14,7 @@ ROUTES = {
     Command.LIST_CASES: use_cases.list_cases,
     Command.GET_CASE: use_cases.get_case,
     Command.CASE_HISTORY: use_cases.case_history,
+    Command.CASE_GRAPH: use_cases.case_graph,
     Command.ADD_GUIDANCE: use_cases.add_guidance,
     Command.RECORD_SOURCES: use_cases.record_sources,
     Command.RETIRE_RECORDS: use_cases.retire_records,

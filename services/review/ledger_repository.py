@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
@@ -15,13 +16,15 @@ from shared.db.tables import (
     change_log,
     claim_sources,
     claims,
+    evidence_health,
     merge_group_members,
     merge_groups,
     relations,
     sources,
 )
 from shared.events import LedgerChanged
-from shared.ledger import VERDICT, LedgerFacts, Provenance, References
+from shared.health import Basis, Rating
+from shared.ledger import ACTIVE, VERDICT, LedgerFacts, Provenance, References
 
 
 def _provenance(provenance: Provenance) -> dict[str, Any]:
@@ -167,6 +170,129 @@ class SqlLedger:
                     select(key.label("id"), table.c.status).where(table.c.case_id == case_id, key.in_(ids))
                 )
                 found.update({(record, r.id): r.status for r in rows})
+        return found
+
+    # --- evidence health: what leaned on retired records ---------------------------------------------
+
+    async def citations_of(self, case_id: str, source_ids: list[str]) -> dict[str, dict[str, str]]:
+        """Per active claim citing any of the sources: the status of every source it cites."""
+        if not source_ids:
+            return {}
+        citing = (select(claim_sources.c.claim_id)
+                  .where(claim_sources.c.case_id == case_id, claim_sources.c.source_id.in_(source_ids)))
+        rows = await self.connection.execute(
+            select(claim_sources.c.claim_id, claim_sources.c.source_id, sources.c.status)
+            .join(sources, and_(sources.c.case_id == claim_sources.c.case_id,
+                                sources.c.source_id == claim_sources.c.source_id))
+            .join(claims, and_(claims.c.case_id == claim_sources.c.case_id,
+                               claims.c.claim_id == claim_sources.c.claim_id))
+            .where(claim_sources.c.case_id == case_id, claim_sources.c.claim_id.in_(citing),
+                   claims.c.status == ACTIVE)
+            .order_by(claim_sources.c.claim_id, claim_sources.c.position)
+        )
+        found: dict[str, dict[str, str]] = {}
+        for r in rows:
+            found.setdefault(r.claim_id, {})[r.source_id] = r.status
+        return found
+
+    async def verdict_bases(self, case_id: str) -> tuple[str | None, list[Basis]]:
+        """The active verdict and every basis it was accepted with (ended ones too)."""
+        verdict_id = (await self.connection.execute(
+            select(claims.c.claim_id).where(claims.c.case_id == case_id, claims.c.kind == VERDICT,
+                                            claims.c.status == ACTIVE)
+        )).scalar_one_or_none()
+        if verdict_id is None:
+            return None, []
+        rows = await self.connection.execute(
+            select(relations.c.relation_id, relations.c.source_claim_id)
+            .where(relations.c.case_id == case_id, relations.c.target_claim_id == verdict_id,
+                   relations.c.verdict_basis)
+            .order_by(relations.c.relation_id)
+        )
+        return verdict_id, [Basis(r.relation_id, r.source_claim_id) for r in rows]
+
+    async def ratings(self, case_id: str) -> dict[str, list[tuple[str, str]]]:
+        """The ratings recorded so far: claim id → the (record, id) pairs it lost."""
+        rows = await self.connection.execute(
+            select(evidence_health.c.claim_id, evidence_health.c.lost).where(evidence_health.c.case_id == case_id)
+        )
+        return {r.claim_id: [(x["record"], x["id"]) for x in r.lost] for r in rows}
+
+    async def rate(self, case_id: str, ratings: Sequence[Rating], revision: int) -> None:
+        if not ratings:
+            return
+        statement = pg_insert(evidence_health).values([
+            {"case_id": case_id, "claim_id": r.claim_id, "health": r.health, "revision": revision,
+             "lost": r.to_json()["lost"]}
+            for r in ratings
+        ])
+        await self.connection.execute(statement.on_conflict_do_update(
+            index_elements=[evidence_health.c.case_id, evidence_health.c.claim_id],
+            set_={"health": statement.excluded.health, "lost": statement.excluded.lost,
+                  "revision": statement.excluded.revision},
+        ))
+
+    # --- what reviewers read beside the records: the argument map, the evidence of a proposal -------
+
+    async def graph(self, case_id: str) -> dict[str, list[dict[str, Any]]]:
+        health = evidence_health
+        claim_rows = await self.connection.execute(
+            select(claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, claims.c.status,
+                   health.c.health, health.c.lost)
+            .select_from(claims.outerjoin(health, and_(health.c.case_id == claims.c.case_id,
+                                                       health.c.claim_id == claims.c.claim_id)))
+            .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+            .order_by(claims.c.kind != VERDICT, claims.c.revision, claims.c.claim_id)
+        )
+        citation_rows = await self.connection.execute(
+            select(claim_sources.c.claim_id, claim_sources.c.source_id)
+            .join(claims, and_(claims.c.case_id == claim_sources.c.case_id,
+                               claims.c.claim_id == claim_sources.c.claim_id))
+            .where(claim_sources.c.case_id == case_id, claims.c.status == ACTIVE)
+            .order_by(claim_sources.c.claim_id, claim_sources.c.position)
+        )
+        citations = [dict(r) for r in citation_rows.mappings()]
+        cited = {c["source_id"] for c in citations}
+        source_rows = await self.connection.execute(
+            select(sources.c.source_id, sources.c.title, sources.c.publisher, sources.c.type, sources.c.status)
+            .where(sources.c.case_id == case_id,
+                   (sources.c.status == ACTIVE) | sources.c.source_id.in_(cited))
+            .order_by(sources.c.revision, sources.c.source_id)
+        )
+        relation_rows = await self.connection.execute(
+            select(relations.c.relation_id, relations.c.source_claim_id, relations.c.target_claim_id,
+                   relations.c.type, relations.c.verdict_basis)
+            .where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
+            .order_by(relations.c.revision, relations.c.relation_id)
+        )
+        member_rows = await self.connection.execute(
+            select(merge_groups.c.group_id, merge_groups.c.label, merge_group_members.c.claim_id)
+            .join(merge_group_members, and_(merge_group_members.c.case_id == merge_groups.c.case_id,
+                                            merge_group_members.c.group_id == merge_groups.c.group_id))
+            .where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+            .order_by(merge_groups.c.group_id, merge_group_members.c.claim_id)
+        )
+        return {"claims": [dict(r) for r in claim_rows.mappings()], "citations": citations,
+                "sources": [dict(r) for r in source_rows.mappings()],
+                "relations": [dict(r) for r in relation_rows.mappings()],
+                "members": [dict(r) for r in member_rows.mappings()]}
+
+    async def evidence(self, case_id: str, refs: References) -> dict[str, dict[str, dict[str, Any]]]:
+        found: dict[str, dict[str, dict[str, Any]]] = {"sources": {}, "claims": {}}
+        if refs.sources:
+            rows = await self.connection.execute(
+                select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(refs.sources))
+            )
+            found["sources"] = {r["source_id"]: dict(r) for r in rows.mappings()}
+        if refs.claims:
+            rows = await self.connection.execute(
+                select(claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, claims.c.status,
+                       evidence_health.c.health)
+                .select_from(claims.outerjoin(evidence_health, and_(
+                    evidence_health.c.case_id == claims.c.case_id, evidence_health.c.claim_id == claims.c.claim_id)))
+                .where(claims.c.case_id == case_id, claims.c.claim_id.in_(refs.claims))
+            )
+            found["claims"] = {r["claim_id"]: dict(r) for r in rows.mappings()}
         return found
 
     # --- the change log --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from services.review.domain import Decision, StoredProposal
 from shared.events import LedgerChanged
+from shared.health import Basis, Rating
 from shared.ledger import LedgerFacts, LedgerWriter, Provenance, References
 from shared.uow import UnitOfWork
 
@@ -57,6 +58,22 @@ class Ledger(LedgerWriter, Protocol):
     async def retire(self, case_id: str, record: str, record_id: str,
                      provenance: Provenance) -> list[tuple[str, str]]:
         """Retire an active source or claim (a claim takes its links along); what else ended."""
+
+    async def citations_of(self, case_id: str, source_ids: list[str]) -> dict[str, dict[str, str]]:
+        """Per active claim citing any of the sources: the status of every source it cites."""
+
+    async def verdict_bases(self, case_id: str) -> tuple[str | None, list[Basis]]:
+        """The active verdict and every basis it was accepted with (ended ones too)."""
+
+    async def ratings(self, case_id: str) -> dict[str, list[tuple[str, str]]]: ...
+
+    async def rate(self, case_id: str, ratings: Sequence[Rating], revision: int) -> None: ...
+
+    async def graph(self, case_id: str) -> dict[str, list[dict[str, Any]]]:
+        """The records the argument map draws: active claims, relations, groups; the sources claims cite."""
+
+    async def evidence(self, case_id: str, refs: References) -> dict[str, dict[str, dict[str, Any]]]:
+        """The sources (their evidence) and claims (their text) the refs name, as they are in the ledger."""
 
     async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None: ...
 

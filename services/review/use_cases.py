@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, views
+from services.review import domain, graph, views
 from services.review.ports import ReviewUnitOfWork
-from shared import kinds
+from shared import health, kinds
 from shared.contracts import (
     AddGuidance,
     CaseHistory,
@@ -21,7 +21,16 @@ from shared.contracts import (
     RetireRecords,
 )
 from shared.errors import AlreadyExists, InvalidArgument
-from shared.events import CaseCreated, GuidanceAdded, LedgerChange, LedgerChanged, ProposalDecided, case
+from shared.events import (
+    AddedVerdict,
+    CaseCreated,
+    GuidanceAdded,
+    LedgerChange,
+    LedgerChanged,
+    ProposalDecided,
+    ReratedRecord,
+    case,
+)
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -81,6 +90,16 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
     return views.history_view(cmd.case_id, entries, older, proposal_of, ended)
 
 
+async def case_graph(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
+    """The argument map of the case: its active records and their evidence health, bounded."""
+    async with uow.read():
+        found = await uow.cases.get(cmd.case_id)
+        if found is None:
+            raise domain.case_not_found(cmd.case_id)
+        records = await uow.ledger.graph(cmd.case_id)
+    return graph.graph_view(cmd.case_id, found["revision"], records)
+
+
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------
 
 
@@ -118,11 +137,23 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
             retired.append({"record": record, "id": record_id, "note": cmd.note})
             retired += [{"record": kind, "id": linked, "note": f"its claim {record_id} was retired"}
                         for kind, linked in links_ended]
+        rerated = await _rerate(uow, cmd.case_id, [(r["record"], r["id"]) for r in retired], step_revision)
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
-        change = LedgerChange(retired=retired)
+        change = LedgerChange(retired=retired, rerated=rerated)
         await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
         await uow.commit()
-    return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired}
+    return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired, "rerated": rerated}
+
+
+async def _rerate(uow: ReviewUnitOfWork, case_id: str, retired: list[tuple[str, str]],
+                  revision: int) -> list[dict[str, Any]]:
+    """Re-rate what leaned on the records just retired (evidence health), recorded in the same transaction."""
+    citations = await uow.ledger.citations_of(case_id, [i for record, i in retired if record == "source"])
+    verdict_id, bases = await uow.ledger.verdict_bases(case_id)
+    ratings = health.rerate(retired=retired, citations=citations, verdict_id=verdict_id, bases=bases,
+                            current=await uow.ledger.ratings(case_id))
+    await uow.ledger.rate(case_id, ratings, revision)
+    return [r.to_json() for r in ratings]
 
 
 async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | None) -> int:
@@ -170,8 +201,11 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         pending = [item.item_id for item in proposal.items if item.outcome is None]
         facts = await uow.ledger.facts(proposal.case_id, found_case["revision"], domain.refs_of(proposal, pending))
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
+        cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
-    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []))
+    evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
+    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
+                               evidence=evidence)
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 
@@ -218,6 +252,9 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
     provenance = domain.provenance_of(proposal, decision)
     change = await proposal.item_kind.install(uow.ledger, proposal.case_id,
                                               [proposal.typed(i) for i in plan.accepted], provenance)
+    if any(isinstance(claim, AddedVerdict) for claim in change.claims_added):  # a verdict may rest on lost support
+        rerated = await _rerate(uow, proposal.case_id, [], revision)
+        change = change.model_copy(update={"rerated": [ReratedRecord.model_validate(r) for r in rerated]})
     await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
                                            domain.accepted_summary(proposal, plan, decision.reviewer), change,
                                            decision.decision_id, proposal.proposal_id))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.review.domain import DecisionPlan, StoredProposal, status_after
+from shared import health, kinds
+from shared.untrusted import UNTRUSTED_NOTICE, frame_record, record_body
 
 
 def case_view(case: dict[str, Any]) -> dict[str, Any]:
@@ -22,6 +24,7 @@ def proposal_view(
     proposal: StoredProposal,
     previews: dict[str, Any] | None = None,
     decisions: list[dict[str, Any]] | None = None,
+    evidence: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A proposal as reviewers see it: its items, their outcomes, and every decision recorded on it."""
     items = []
@@ -37,6 +40,8 @@ def proposal_view(
             entry["decisionId"] = item.decision_id
         if previews and item.item_id in previews:
             entry["wouldChange"] = previews[item.item_id]
+        if evidence and item.item_id in evidence:
+            entry["evidence"] = evidence[item.item_id]
         items.append(entry)
     return {
         "proposalId": proposal.proposal_id,
@@ -57,6 +62,30 @@ def proposal_view(
         "items": items,
         "decisions": [decision_view(d) for d in decisions or []],
     }
+
+
+def evidence_view(kind: kinds.ItemKind[Any], item: Any, found: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """What an item rests on, beside it: each cited source's evidence, framed as untrusted data, and the text of
+    each canonical claim it connects. Ids that name no canonical record are listed as such."""
+    refs = kind.references(item)
+    own = kind.id_of(item)
+    sources, claims = found["sources"], found["claims"]
+    framed = []
+    cited = refs.sources - {own}
+    for source_id in sorted(cited):
+        source = sources.get(source_id)
+        if source is None:
+            continue
+        record = frame_record(source_id, record_body(source, source["transcriptions"]))
+        framed.append({"sourceId": source_id, "title": source["title"], "publisher": source["publisher"],
+                       "type": source["type"], "url": source["url"], "status": source["status"],
+                       "trust": UNTRUSTED_NOTICE, "nonce": record["nonce"], "record": record["text"]})
+    connected = [{"claimId": claim_id, "text": claims[claim_id]["text"], "kind": claims[claim_id]["kind"],
+                  "confidence": claims[claim_id]["confidence"], "status": claims[claim_id]["status"],
+                  "health": claims[claim_id]["health"] or health.SUPPORTED}
+                 for claim_id in sorted(refs.claims - {own}) if claim_id in claims]
+    missing = sorted((cited - sources.keys()) | (refs.claims - claims.keys() - {own}))
+    return {"sources": framed, "claims": connected, "notCanonical": missing}
 
 
 def rebased_onto(proposal: StoredProposal) -> int | None:

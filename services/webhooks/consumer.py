@@ -14,56 +14,33 @@ import asyncio
 import json
 from typing import Any
 
-import nats
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import NotFoundError
 
 from services.webhooks import use_cases
+from shared import durable
 from shared.logging import get_logger
-from shared.nats_auth import nats_options
 from shared.service import ServiceContext
 from shared.streams import WEBHOOKS_CONSUMER
-from shared.subjects import Service
 
 log = get_logger(__name__)
 
-BATCH = 64
 RETRY_DELAY_SECONDS = 1.0
 MAX_RETRY_DELAY_SECONDS = 30.0
 WAIT_FOR_PREDECESSOR_TRIES = 5
+# Under load, events are recorded a batch per transaction: a delivery may start this much later.
+BATCH_LINGER_SECONDS = 0.1
 PREDECESSOR_WAIT_SECONDS = 0.05
 
 
 async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
     """Record events as deliveries until cancelled; `wake` tells this replica's senders there is work."""
-    options = nats_options(ctx.settings, Service.WEBHOOKS.value, name="threadline-webhooks-consumer")
-    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
-    try:
-        js = connection.jetstream()
-        while True:
-            try:
-                subscription = await js.pull_subscribe_bind(WEBHOOKS_CONSUMER, stream=ctx.settings.stream_name)
-                break
-            except NotFoundError:
-                log.error("webhooks_consumer_missing", stream=ctx.settings.stream_name,
-                          hint="run `threadline migrate` to provision the stream and its consumers")
-                await asyncio.sleep(5)
-        log.info("webhooks_consumer_started", stream=ctx.settings.stream_name)
-        failures = 0
-        while True:
-            try:
-                messages = await subscription.fetch(BATCH, timeout=1.0)
-            except (TimeoutError, NatsTimeout):
-                continue
-            except nats.errors.ConnectionClosedError:
-                return
-            except nats.errors.Error as error:
-                log.warning("webhooks_fetch_failed", error=repr(error))
-                await asyncio.sleep(RETRY_DELAY_SECONDS)
-                continue
-            failures = 0 if await _handle(ctx, js, messages, wake, failures) else failures + 1
-    finally:
-        await connection.close()
+    failures = 0
+
+    async def record(js: Any, messages: list[Any]) -> None:
+        nonlocal failures
+        failures = 0 if await _handle(ctx, js, messages, wake, failures) else failures + 1
+
+    await durable.pull(ctx, WEBHOOKS_CONSUMER, record, linger=BATCH_LINGER_SECONDS)
 
 
 async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: asyncio.Event, failures: int) -> bool:

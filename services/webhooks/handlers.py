@@ -1,44 +1,27 @@
-"""NATS subscribers of the webhooks service: parse the command, call the use case, reply."""
+"""NATS subscribers of the webhooks service: each command, and the use case that answers it."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from faststream.nats import NatsRouter
 
 from services.webhooks import use_cases
-from shared.messaging import ok
-from shared.service import ServiceContext
+from shared.service import Meta, ServiceContext, command_router
 from shared.subjects import Command
-from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
+
+ROUTES = {
+    Command.REGISTER_WEBHOOK: use_cases.register,
+    Command.LIST_WEBHOOKS: use_cases.list_webhooks,
+    Command.GET_WEBHOOK: use_cases.get_webhook,
+    Command.DELETE_WEBHOOK: use_cases.delete_webhook,
+    Command.LIST_DELIVERIES: use_cases.list_deliveries,
+    Command.REDELIVER: use_cases.redeliver,
+}
+
+
+def _context(ctx: ServiceContext, meta: Meta) -> ServiceContext:
+    """Its commands run over the service's own context: registrations and their logs are small reads and writes."""
+    return ctx
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
-    router = NatsRouter()
-    options = {"queue": ctx.queue, "max_workers": ctx.settings.workers}
-
-    @router.subscriber(ctx.subjects.command(Command.REGISTER_WEBHOOK), **options)
-    async def register_webhook(cmd: RegisterWebhook) -> dict[str, Any]:
-        return ok(await use_cases.register(ctx, cmd))
-
-    @router.subscriber(ctx.subjects.command(Command.LIST_WEBHOOKS), **options)
-    async def list_webhooks(cmd: ListWebhooks) -> dict[str, Any]:
-        return ok(await use_cases.list_webhooks(ctx, cmd))
-
-    @router.subscriber(ctx.subjects.command(Command.GET_WEBHOOK), **options)
-    async def get_webhook(cmd: WebhookRef) -> dict[str, Any]:
-        return ok(await use_cases.get_webhook(ctx, cmd))
-
-    @router.subscriber(ctx.subjects.command(Command.DELETE_WEBHOOK), **options)
-    async def delete_webhook(cmd: WebhookRef) -> dict[str, Any]:
-        return ok(await use_cases.delete_webhook(ctx, cmd))
-
-    @router.subscriber(ctx.subjects.command(Command.LIST_DELIVERIES), **options)
-    async def list_deliveries(cmd: ListDeliveries) -> dict[str, Any]:
-        return ok(await use_cases.list_deliveries(ctx, cmd))
-
-    @router.subscriber(ctx.subjects.command(Command.REDELIVER), **options)
-    async def redeliver(cmd: Redeliver) -> dict[str, Any]:
-        return ok(await use_cases.redeliver(ctx, cmd))
-
-    return router
+    return command_router(ctx, ROUTES, _context)

@@ -27,10 +27,10 @@ log = get_logger(__name__)
 KNOWN_TYPES = {t.value for t in EventType}
 
 
-# --- commands ---------------------------------------------------------------------------------------
+# --- commands: each takes its request and the service's context ------------------------------------
 
 
-async def register(ctx: ServiceContext, cmd: RegisterWebhook) -> dict[str, Any]:
+async def register(cmd: RegisterWebhook, ctx: ServiceContext) -> dict[str, Any]:
     for i, event_type in enumerate(cmd.types):
         if event_type not in KNOWN_TYPES:
             raise InvalidArgument(f"types[{i}]: there is no event type {event_type!r}", field=f"types[{i}]",
@@ -64,18 +64,18 @@ async def _last_stream_sequence(ctx: ServiceContext) -> int:
     return (await js.stream_info(ctx.settings.stream_name)).state.last_seq
 
 
-async def list_webhooks(ctx: ServiceContext, cmd: ListWebhooks) -> dict[str, Any]:
+async def list_webhooks(cmd: ListWebhooks, ctx: ServiceContext) -> dict[str, Any]:
     async with ctx.db.read() as connection:
         rows = await repo.webhook_rows(connection)
     return {"webhooks": [_webhook_view(row) for row in rows]}
 
 
-async def get_webhook(ctx: ServiceContext, cmd: WebhookRef) -> dict[str, Any]:
+async def get_webhook(cmd: WebhookRef, ctx: ServiceContext) -> dict[str, Any]:
     async with ctx.db.read() as connection:
         return _webhook_view(await _existing(connection, cmd.webhook_id))
 
 
-async def delete_webhook(ctx: ServiceContext, cmd: WebhookRef) -> dict[str, Any]:
+async def delete_webhook(cmd: WebhookRef, ctx: ServiceContext) -> dict[str, Any]:
     """Stop delivering to it; its delivery log stays readable."""
     async with ctx.db.transaction() as connection:
         await _existing(connection, cmd.webhook_id)
@@ -85,7 +85,7 @@ async def delete_webhook(ctx: ServiceContext, cmd: WebhookRef) -> dict[str, Any]
     return _webhook_view(row)
 
 
-async def list_deliveries(ctx: ServiceContext, cmd: ListDeliveries) -> dict[str, Any]:
+async def list_deliveries(cmd: ListDeliveries, ctx: ServiceContext) -> dict[str, Any]:
     async with ctx.db.read() as connection:
         await _existing(connection, cmd.webhook_id)
         rows = await repo.deliveries(connection, cmd.webhook_id, cmd.status, cmd.limit)
@@ -100,7 +100,7 @@ async def list_deliveries(ctx: ServiceContext, cmd: ListDeliveries) -> dict[str,
             "deliveries": [{**_delivery_view(row), "attemptLog": by_event.get(row.event_id, [])} for row in rows]}
 
 
-async def redeliver(ctx: ServiceContext, cmd: Redeliver) -> dict[str, Any]:
+async def redeliver(cmd: Redeliver, ctx: ServiceContext) -> dict[str, Any]:
     """Send an event again now (a failed one, or one delivered before); a failing webhook resumes."""
     async with ctx.db.transaction() as connection:
         webhook = await _existing(connection, cmd.webhook_id)

@@ -194,6 +194,20 @@ change_log = Table(  # writer: review — one row per case revision
     PrimaryKeyConstraint("case_id", "revision"),
 )
 
+evidence_health = Table(  # writer: review — what a retirement re-rated, in the retirement's transaction
+    "evidence_health",
+    metadata,
+    Column("case_id", Text, nullable=False),
+    Column("claim_id", Text, nullable=False),  # a claim, or the case's verdict
+    Column("health", Text, nullable=False),
+    # The records whose retirement took its support: [{"record": "source"|"claim"|"relation", "id": ...}].
+    Column("lost", JSONB, nullable=False),
+    Column("revision", BigInteger, nullable=False),  # the revision that re-rated it
+    PrimaryKeyConstraint("case_id", "claim_id"),
+    ForeignKeyConstraint(["case_id", "claim_id"], ["claims.case_id", "claims.claim_id"]),
+    CheckConstraint("health IN ('unsupported', 'weakened')", name="health_known"),
+)
+
 guidance_notes = Table(  # writer: review — guidance reviewers write for a case's agents
     "guidance_notes",
     metadata,

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx2
 import psutil
 
 from services.cli.embedded import free_port
@@ -52,6 +53,13 @@ class RunningSystem:
             postmaster = psutil.Process(int(pid_file.read_text().splitlines()[0]))
             found += [postmaster, *postmaster.children(recursive=True)]
         return found
+
+    def ready(self) -> bool:
+        """The gateway's /readyz says every dependency answers."""
+        try:
+            return httpx2.get(f"{self.http_url}/readyz", timeout=5).status_code == 200
+        except httpx2.HTTPError:
+            return False
 
     def pid_of(self, child: str) -> int:
         """The pid of one supervised child: a service, `nats-server` or `postgres` (the postmaster)."""

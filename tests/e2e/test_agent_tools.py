@@ -214,10 +214,13 @@ async def test_every_stage_tool_accepts_a_valid_call(stack):
 # --- staging: refusals (each stores nothing) --------------------------------------------------------
 
 
-async def refused_storing_nothing(agent, tool, arguments):
+async def refused_storing_nothing(agent, tool, arguments, field=None):
+    """The call is refused (naming `field`, when given) and stores no proposal."""
     before = len(await agent.proposals())
     error = await agent.refused(tool, arguments)
     assert len(await agent.proposals()) == before
+    if field is not None:
+        assert error["field"] == field, error
     return error
 
 
@@ -271,12 +274,10 @@ async def test_claims_may_cite_only_canonical_sources_not_pending_ones(stack):
         error = await refused_storing_nothing(agent, "stage_claims", {
             **pinned, "claims": [claim_item("c-new", [ids["sources"][0], "only-pending"])]})
         assert error["field"] == "claims[0].sourceIds[1]" and "accepted by a reviewer" in error["hint"]
-        error = await refused_storing_nothing(agent, "stage_claims", {
-            **pinned, "claims": [claim_item(ids["claims"][0], ids["sources"])]})
-        assert error["field"] == "claims[0].id"
-        error = await refused_storing_nothing(agent, "stage_claims", {
-            **pinned, "claims": [claim_item("x1", ids["sources"]), claim_item("x1", ids["sources"])]})
-        assert error["field"] == "claims[1].id"
+        await refused_storing_nothing(agent, "stage_claims", {
+            **pinned, "claims": [claim_item(ids["claims"][0], ids["sources"])]}, field="claims[0].id")
+        await refused_storing_nothing(agent, "stage_claims", {
+            **pinned, "claims": [claim_item("x1", ids["sources"]), claim_item("x1", ids["sources"])]}, field="claims[1].id")
 
 
 async def test_relation_refusals(stack):
@@ -295,9 +296,8 @@ async def test_relation_refusals(stack):
         for relation, field in cases:
             error = await refused_storing_nothing(agent, "stage_relations", {**pinned, "relations": [relation]})
             assert error["field"] == field, (relation, error)
-        error = await refused_storing_nothing(agent, "stage_relations", {
-            **pinned, "relations": [relation_item("one", a, b), relation_item("one", b, a)]})
-        assert error["field"] == "relations[1].id"
+        await refused_storing_nothing(agent, "stage_relations", {
+            **pinned, "relations": [relation_item("one", a, b), relation_item("one", b, a)]}, field="relations[1].id")
 
 
 async def test_merge_refusals(stack):
@@ -306,17 +306,13 @@ async def test_merge_refusals(stack):
         a, b, c = ids["claims"]
         await agent.accepted("stage_merge", groups=[merge_item("taken-group", [a, b])])
         pinned = {"expectedCaseId": agent.case_id, "expectedRevision": await agent.revision()}
-        error = await refused_storing_nothing(agent, "stage_merge", {**pinned, "groups": [merge_item("g", [a, a])]})
-        assert error["field"] == "groups[0].memberClaimIds"  # the schema's uniqueItems
-        error = await refused_storing_nothing(agent, "stage_merge",
-                                              {**pinned, "groups": [merge_item("g", [a, "ghost"])]})
-        assert error["field"] == "groups[0].memberClaimIds[1]"
-        error = await refused_storing_nothing(agent, "stage_merge",
-                                              {**pinned, "groups": [merge_item("taken-group", [b, c])]})
-        assert error["field"] == "groups[0].groupId"
-        error = await refused_storing_nothing(agent, "stage_merge", {
-            **pinned, "groups": [merge_item("g2", [a, b]), merge_item("g2", [b, c])]})
-        assert error["field"] == "groups[1].groupId"
+        await refused_storing_nothing(agent, "stage_merge", {**pinned, "groups": [merge_item("g", [a, a])]}, field="groups[0].memberClaimIds")  # the schema's uniqueItems
+        await refused_storing_nothing(agent, "stage_merge",
+                                              {**pinned, "groups": [merge_item("g", [a, "ghost"])]}, field="groups[0].memberClaimIds[1]")
+        await refused_storing_nothing(agent, "stage_merge",
+                                              {**pinned, "groups": [merge_item("taken-group", [b, c])]}, field="groups[0].groupId")
+        await refused_storing_nothing(agent, "stage_merge", {
+            **pinned, "groups": [merge_item("g2", [a, b]), merge_item("g2", [b, c])]}, field="groups[1].groupId")
 
 
 async def test_verdict_refusals(stack):
@@ -330,22 +326,16 @@ async def test_verdict_refusals(stack):
 
         error = await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, b)]))
         assert error["field"] == "relations" and "directly to the verdict" in error["message"]
-        error = await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v", "amplifies")]))
-        assert error["field"] == "relations[0].type"
-        error = await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v")], order=2))
-        assert error["field"] == "claim.order"
-        error = await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v")],
-                                                                            lane="findings"))
-        assert error["field"] == "claim.lane"
-        error = await refused_storing_nothing(agent, "stage_verdict",
-                                              patch([relation_item("r", "ghost", "v")]))
-        assert error["field"] == "relations[0].sourceClaimId"
-        error = await refused_storing_nothing(agent, "stage_verdict",
-                                              patch([relation_item("r", a, "v"), relation_item("r", b, "v")]))
-        assert error["field"] == "relations[1].id"
-        error = await refused_storing_nothing(agent, "stage_verdict", {
-            **pinned, "claim": verdict_claim(a, [s]), "relations": [relation_item("r", b, a)]})
-        assert error["field"] == "claim.id"
+        await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v", "amplifies")]), field="relations[0].type")
+        await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v")], order=2), field="claim.order")
+        await refused_storing_nothing(agent, "stage_verdict", patch([relation_item("r", a, "v")],
+                                                                            lane="findings"), field="claim.lane")
+        await refused_storing_nothing(agent, "stage_verdict",
+                                              patch([relation_item("r", "ghost", "v")]), field="relations[0].sourceClaimId")
+        await refused_storing_nothing(agent, "stage_verdict",
+                                              patch([relation_item("r", a, "v"), relation_item("r", b, "v")]), field="relations[1].id")
+        await refused_storing_nothing(agent, "stage_verdict", {
+            **pinned, "claim": verdict_claim(a, [s]), "relations": [relation_item("r", b, a)]}, field="claim.id")
 
 
 @pytest.mark.parametrize(

@@ -177,13 +177,6 @@ async def reviewer(system: RunningSystem, record: Record, case_id: str) -> None:
                 await asyncio.sleep(0.2)
 
 
-def ready(system: RunningSystem) -> bool:
-    try:
-        return httpx2.get(f"{system.http_url}/readyz", timeout=5).status_code == 200
-    except httpx2.HTTPError:
-        return False
-
-
 async def kill_and_wait(system: RunningSystem, victim: str) -> float:
     """SIGKILL one child; seconds until `up` restarted it and the system is ready again."""
     old = system.pid_of(victim)
@@ -195,7 +188,7 @@ async def kill_and_wait(system: RunningSystem, victim: str) -> float:
             restarted = system.pid_of(victim) != old
         except (OSError, StopIteration, KeyError, ValueError):
             continue
-        if restarted and await asyncio.to_thread(ready, system):
+        if restarted and await asyncio.to_thread(system.ready):
             return time.monotonic() - killed
     raise AssertionError(f"{victim} was not back within {RECOVERY_SECONDS}s")
 

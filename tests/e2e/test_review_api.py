@@ -436,6 +436,7 @@ ENDPOINTS = {
                                                                   {"sources": [source_item("src-{unique}")]})),
     ("POST", "/api/v1/cases/{case_id}/retirements"): (READERS, _retirement),
     ("GET", "/api/v1/cases/{case_id}/ledger"): (READERS, _fixed("/api/v1/cases/{case}/ledger")),
+    ("GET", "/api/v1/cases/{case_id}/graph"): (READERS, _fixed("/api/v1/cases/{case}/graph")),
     ("GET", "/api/v1/cases/{case_id}/proposals"): (READERS, _fixed("/api/v1/cases/{case}/proposals")),
     ("GET", "/api/v1/proposals/{proposal_id}"): (READERS, _fixed("/api/v1/proposals/{proposal}")),
     ("POST", "/api/v1/proposals/{proposal_id}/decisions"): (READERS, _decision),

@@ -46,13 +46,6 @@ def kill(system: RunningSystem, child: str) -> tuple[int, float]:
     return pid, time.monotonic()
 
 
-def ready(system: RunningSystem) -> bool:
-    try:
-        return httpx2.get(f"{system.http_url}/readyz", timeout=5).status_code == 200
-    except httpx2.HTTPError:
-        return False
-
-
 async def stage_one(system: RunningSystem, source_id: str) -> bool:
     """One agent read and stage over MCP; False when a service could not answer (`unavailable`, nothing else)."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {system.credentials['agent']}"}, timeout=30)
@@ -74,7 +67,7 @@ def test_a_killed_nats_server_is_back_within_30s_on_the_same_url(system):
     old, killed = kill(system, "nats-server")
 
     def back() -> float | None:
-        return time.monotonic() - killed if ready(system) and system.pid_of("nats-server") != old else None
+        return time.monotonic() - killed if system.ready() and system.pid_of("nats-server") != old else None
 
     seconds = wait_until(back, 30, "NATS and every service ready again")
     print(f"\nnats-server SIGKILLed: ready again after {seconds:.1f}s")
@@ -89,7 +82,7 @@ def test_while_postgresql_is_down_the_api_answers_503_unavailable_and_is_ready_a
         def back() -> float | None:
             response = http.get("/api/v1/cases")
             answers.append((response.status_code, response.json().get("error", {}).get("code", "")))
-            return time.monotonic() - killed if response.status_code == 200 and ready(system) else None
+            return time.monotonic() - killed if response.status_code == 200 and system.ready() else None
 
         seconds = wait_until(back, 30, "the API answering again")
     refused = [a for a in answers if a[0] != 200]

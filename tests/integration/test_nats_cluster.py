@@ -24,7 +24,7 @@ from services.cli.embedded import free_port
 from shared.db.tables import cases, outbox, proposals
 from shared.streams import provision
 from shared.subjects import BACKEND_SERVICES, Service
-from tests.events import stream_events, wait_until_projected, wait_until_published
+from tests.events import stream_events, stream_info, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
 from tests.nats_cluster import NatsCluster
 from tests.support import Servers, Stack, new_deployment, remove_deployment
@@ -223,7 +223,7 @@ def _refused(error: BaseException) -> bool:
 async def stream_leader(cluster: NatsCluster, stream: str) -> str:
     connection = await nats.connect(cluster.url(CHECKS))
     try:
-        return (await connection.jetstream().stream_info(stream)).cluster.leader
+        return (await stream_info(connection.jetstream(), stream)).cluster.leader
     finally:
         await connection.close()
 
@@ -234,15 +234,15 @@ async def lead_from(cluster: NatsCluster, stream: str, n: int, attempts: int = 1
     try:
         js = connection.jetstream()
         for _ in range(attempts):
-            if (await js.stream_info(stream)).cluster.leader == cluster.server_name(n):
+            if (await stream_info(js, stream)).cluster.leader == cluster.server_name(n):
                 return True
             await connection.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}", b"", timeout=5)
             for _ in range(50):
-                leader = (await js.stream_info(stream)).cluster.leader
+                leader = (await stream_info(js, stream)).cluster.leader
                 if leader:
                     break
                 await asyncio.sleep(0.1)
-        return (await js.stream_info(stream)).cluster.leader == cluster.server_name(n)
+        return (await stream_info(js, stream)).cluster.leader == cluster.server_name(n)
     finally:
         await connection.close()
 
@@ -256,7 +256,7 @@ async def test_losing_a_nats_server_and_a_replica_of_each_service_loses_and_dupl
         js = connection.jetstream()
         # A migrate that names no replica count keeps the stream's three.
         await provision(js, settings.model_copy(update={"events_replicas": None}))
-        info = await js.stream_info(settings.stream_name)
+        info = await stream_info(js, settings.stream_name)
     finally:
         await connection.close()
     assert info.config.num_replicas == 3 and len(info.cluster.replicas) == 2  # a leader and two followers

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -17,38 +15,20 @@ from shared.contracts import Actor
 from shared.subjects import BACKEND_SERVICES, Command, Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import source_item
+from tests.processes import ServiceProcesses
 from tests.support import Stack, new_deployment, remove_deployment
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 # The issue's size (500 decisions over 20 cases) runs in `make test`; THREADLINE_FULL=1 runs four times as many.
 CASES, DECISIONS_PER_CASE = (40, 50) if FULL else (20, 25)
 KILL_EVERY_SECONDS = 1.0
-THREADLINE = Path(sys.executable).parent / "threadline"
 
 
-class Relays:
-    """Relay processes (`threadline relay`), started and SIGKILLed like a crashing deployment."""
+class Relays(ServiceProcesses):
+    """Relay processes, started and SIGKILLed like a crashing deployment."""
 
     def __init__(self, stack: Stack, log_dir: Path) -> None:
-        self.stack = stack
-        self.log_dir = log_dir
-        self.processes: list[subprocess.Popen] = []
-        self.kills = 0
-
-    def start(self) -> subprocess.Popen:
-        log = open(self.log_dir / f"relay-{len(self.processes)}.log", "ab")  # noqa: SIM115
-        process = subprocess.Popen([str(THREADLINE), "relay"], env=self.stack.environment(), stdout=log,
-                                   stderr=log)
-        self.processes.append(process)
-        return process
-
-    def kill(self, process: subprocess.Popen) -> None:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        self.kills += 1
-
-    def log_of(self, process: subprocess.Popen) -> str:
-        return (self.log_dir / f"relay-{self.processes.index(process)}.log").read_text()
+        super().__init__("relay", stack.environment(), log_dir)
 
     async def leading(self, candidates: list[subprocess.Popen], timeout: float = 30) -> subprocess.Popen:
         """The relay among the candidates that has taken the lead (it logs `relay_leading`)."""
@@ -58,12 +38,6 @@ class Relays:
                     return process
             await asyncio.sleep(0.1)
         raise AssertionError("no relay took the lead")
-
-    def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=20)
 
 
 @pytest.fixture

@@ -6,10 +6,7 @@ by the test records every request it gets.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,46 +15,24 @@ import pytest
 from shared.subjects import BACKEND_SERVICES, Service
 from tests.events import wait_until_published
 from tests.factories import agent_session, source_item
+from tests.processes import ServiceProcesses
 from tests.receivers import HOLD, Receiver
 from tests.support import Stack, new_deployment, remove_deployment
 from tests.webhooks import case_events, register, wait_until_delivered
 
-THREADLINE = Path(sys.executable).parent / "threadline"
 
-
-class WebhookProcesses:
-    """`threadline serve webhooks` processes, started and SIGKILLed like a crashing deployment."""
+class WebhookProcesses(ServiceProcesses):
+    """`threadline serve webhooks` processes with short leases and retries."""
 
     def __init__(self, stack: Stack, log_dir: Path, **settings: str) -> None:
-        self.stack = stack
-        self.log_dir = log_dir
-        self.env = {**stack.environment(), "THREADLINE_WEBHOOK_ALLOW_PRIVATE": "true",
-                    "THREADLINE_WEBHOOK_TIMEOUT_SECONDS": "2", "THREADLINE_WEBHOOK_LEASE_SECONDS": "3",
-                    "THREADLINE_WEBHOOK_RETRY_BASE_SECONDS": "0.2", "THREADLINE_WEBHOOK_RETRY_MAX_DELAY_SECONDS": "1",
-                    "THREADLINE_WEBHOOK_POLL_INTERVAL": "0.2", **settings}
-        self.processes: list[subprocess.Popen] = []
+        super().__init__("webhooks", {
+            **stack.environment(), "THREADLINE_WEBHOOK_ALLOW_PRIVATE": "true",
+            "THREADLINE_WEBHOOK_TIMEOUT_SECONDS": "2", "THREADLINE_WEBHOOK_LEASE_SECONDS": "3",
+            "THREADLINE_WEBHOOK_RETRY_BASE_SECONDS": "0.2", "THREADLINE_WEBHOOK_RETRY_MAX_DELAY_SECONDS": "1",
+            "THREADLINE_WEBHOOK_POLL_INTERVAL": "0.2", **settings}, log_dir)
 
-    async def start(self) -> subprocess.Popen:
-        log = open(self.log_dir / f"webhooks-{len(self.processes)}.log", "ab")  # noqa: SIM115
-        process = subprocess.Popen([str(THREADLINE), "serve", "webhooks"], env=self.env, stdout=log, stderr=log)
-        self.processes.append(process)
-        for _ in range(300):
-            if process.poll() is not None:
-                raise RuntimeError(f"webhooks exited with {process.returncode}")
-            if "webhooks_consumer_started" in (self.log_dir / f"webhooks-{len(self.processes) - 1}.log").read_text():
-                return process
-            await asyncio.sleep(0.1)
-        raise RuntimeError("webhooks did not start")
-
-    def kill(self, process: subprocess.Popen) -> None:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-
-    def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=20)
+    async def start_consuming(self) -> subprocess.Popen:
+        return await self.started("webhooks_consumer_started")
 
 
 @pytest.fixture
@@ -82,7 +57,7 @@ async def test_a_webhooks_service_killed_mid_delivery_loses_no_event_and_keeps_t
     stack, logs = outside
     services = WebhookProcesses(stack, logs)
     try:
-        first = await services.start()
+        first = await services.start_consuming()
         async with Receiver(script=[HOLD]) as receiver, agent_session(stack) as agent:
             hook = await register(stack, url=receiver.url, caseId=agent.case_id)
             for i in range(3):
@@ -93,7 +68,7 @@ async def test_a_webhooks_service_killed_mid_delivery_loses_no_event_and_keeps_t
             for i in range(2):  # while no webhooks service runs: the durable consumer keeps these
                 await agent.accepted("stage_sources", sources=[source_item(f"during-{i}")])
             await wait_until_published(stack.db)
-            await services.start()
+            await services.start_consuming()
             due = [e for e in await case_events(stack.settings, agent.case_id) if e["type"] != "threadline.case.created"]
             log = await wait_until_delivered(stack, hook["webhookId"], len(due), timeout=90)
 
@@ -110,8 +85,8 @@ async def test_two_webhooks_services_share_the_work_without_sending_an_event_twi
     stack, logs = outside
     services = WebhookProcesses(stack, logs, THREADLINE_WEBHOOK_CONCURRENCY="1")
     try:
-        await services.start()
-        await services.start()
+        await services.start_consuming()
+        await services.start_consuming()
         async with Receiver(delay=0.05) as receiver:
             cases, hooks = [], []
             for _ in range(3):

@@ -7,8 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.projection.domain import record_body
-from shared.untrusted import TEXT_NOTICE, frame_record, framed_answer, neutralise
+from shared.untrusted import TEXT_NOTICE, frame_record, framed_answer, neutralise, record_body
 
 MARKER = re.compile(r"<<<(BEGIN|END) UNTRUSTED SOURCE RECORD (\S+) nonce=([0-9a-f]+)>>>")
 

@@ -1,18 +1,28 @@
-"""Initial schema: cases and their ledger, proposals and decisions, identities, theses, the outbox.
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-30 04:31:14.549814
-"""
+"""Initial schema: cases and their ledger, proposals and decisions, identities, theses, the outbox."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0001'
-down_revision = None
-branch_labels = None
-depends_on = None
+revision, down_revision = '0001', None
+
+
+def _ledger_record_columns() -> list[sa.Column]:
+    """What every canonical record of a case carries: where it came from, and how it left the ledger."""
+    return [
+        sa.Column('proposal_id', sa.UUID(as_uuid=False), nullable=True),
+        sa.Column('staged_by', sa.Text(), nullable=True),
+        sa.Column('staged_at', sa.DateTime(timezone=True), nullable=True),
+        sa.Column('decision_id', sa.UUID(as_uuid=False), nullable=True),
+        sa.Column('decided_by', sa.Text(), nullable=False),
+        sa.Column('decided_at', sa.DateTime(timezone=True), nullable=False),
+        sa.Column('revision', sa.BigInteger(), nullable=False),
+        sa.Column('status', sa.Text(), server_default='active', nullable=False),
+        sa.Column('ended_by', sa.Text(), nullable=True),
+        sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
+        sa.Column('ended_revision', sa.BigInteger(), nullable=True),
+        sa.Column('superseded_by', sa.Text(), nullable=True),
+    ]
 
 
 def upgrade() -> None:
@@ -108,18 +118,7 @@ def upgrade() -> None:
     sa.Column('proposal_rationale', sa.Text(), nullable=True),
     sa.Column('lane', sa.Text(), nullable=True),
     sa.Column('display_order', sa.Integer(), nullable=True),
-    sa.Column('proposal_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('staged_by', sa.Text(), nullable=True),
-    sa.Column('staged_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('decision_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('decided_by', sa.Text(), nullable=False),
-    sa.Column('decided_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('revision', sa.BigInteger(), nullable=False),
-    sa.Column('status', sa.Text(), server_default='active', nullable=False),
-    sa.Column('ended_by', sa.Text(), nullable=True),
-    sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('ended_revision', sa.BigInteger(), nullable=True),
-    sa.Column('superseded_by', sa.Text(), nullable=True),
+    *_ledger_record_columns(),
     sa.ForeignKeyConstraint(['case_id'], ['cases.case_id'], name=op.f('fk_claims_case_id_cases')),
     sa.PrimaryKeyConstraint('case_id', 'claim_id', name=op.f('pk_claims'))
     )
@@ -165,18 +164,7 @@ def upgrade() -> None:
     sa.Column('label', sa.Text(), nullable=False),
     sa.Column('confidence', sa.Text(), nullable=False),
     sa.Column('rationale', sa.Text(), nullable=False),
-    sa.Column('proposal_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('staged_by', sa.Text(), nullable=True),
-    sa.Column('staged_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('decision_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('decided_by', sa.Text(), nullable=False),
-    sa.Column('decided_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('revision', sa.BigInteger(), nullable=False),
-    sa.Column('status', sa.Text(), server_default='active', nullable=False),
-    sa.Column('ended_by', sa.Text(), nullable=True),
-    sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('ended_revision', sa.BigInteger(), nullable=True),
-    sa.Column('superseded_by', sa.Text(), nullable=True),
+    *_ledger_record_columns(),
     sa.ForeignKeyConstraint(['case_id'], ['cases.case_id'], name=op.f('fk_merge_groups_case_id_cases')),
     sa.PrimaryKeyConstraint('case_id', 'group_id', name=op.f('pk_merge_groups'))
     )
@@ -219,18 +207,7 @@ def upgrade() -> None:
     sa.Column('evidence_text', sa.Text(), nullable=False),
     sa.Column('provenance_note', sa.Text(), nullable=False),
     sa.Column('transcriptions', postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'[]'::jsonb"), nullable=False),
-    sa.Column('proposal_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('staged_by', sa.Text(), nullable=True),
-    sa.Column('staged_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('decision_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('decided_by', sa.Text(), nullable=False),
-    sa.Column('decided_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('revision', sa.BigInteger(), nullable=False),
-    sa.Column('status', sa.Text(), server_default='active', nullable=False),
-    sa.Column('ended_by', sa.Text(), nullable=True),
-    sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('ended_revision', sa.BigInteger(), nullable=True),
-    sa.Column('superseded_by', sa.Text(), nullable=True),
+    *_ledger_record_columns(),
     sa.ForeignKeyConstraint(['case_id'], ['cases.case_id'], name=op.f('fk_sources_case_id_cases')),
     sa.PrimaryKeyConstraint('case_id', 'source_id', name=op.f('pk_sources'))
     )
@@ -304,18 +281,7 @@ def upgrade() -> None:
     sa.Column('type', sa.Text(), nullable=False),
     sa.Column('rationale', sa.Text(), nullable=False),
     sa.Column('verdict_basis', sa.Boolean(), server_default=sa.text('false'), nullable=False),
-    sa.Column('proposal_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('staged_by', sa.Text(), nullable=True),
-    sa.Column('staged_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('decision_id', sa.UUID(as_uuid=False), nullable=True),
-    sa.Column('decided_by', sa.Text(), nullable=False),
-    sa.Column('decided_at', sa.DateTime(timezone=True), nullable=False),
-    sa.Column('revision', sa.BigInteger(), nullable=False),
-    sa.Column('status', sa.Text(), server_default='active', nullable=False),
-    sa.Column('ended_by', sa.Text(), nullable=True),
-    sa.Column('ended_at', sa.DateTime(timezone=True), nullable=True),
-    sa.Column('ended_revision', sa.BigInteger(), nullable=True),
-    sa.Column('superseded_by', sa.Text(), nullable=True),
+    *_ledger_record_columns(),
     sa.CheckConstraint('source_claim_id <> target_claim_id', name=op.f('ck_relations_no_self_relation')),
     sa.ForeignKeyConstraint(['case_id', 'source_claim_id'], ['claims.case_id', 'claims.claim_id'], name=op.f('fk_relations_case_id_source_claim_id_claims')),
     sa.ForeignKeyConstraint(['case_id', 'target_claim_id'], ['claims.case_id', 'claims.claim_id'], name=op.f('fk_relations_case_id_target_claim_id_claims')),

@@ -1,18 +1,10 @@
-"""Read models of the projection service: per-case views and the inbox of applied events.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-30 04:52:27.727577
-"""
+"""Read models of the projection service: per-case views and the inbox of applied events."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0002'
-down_revision = '0001'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0002', '0001'
 
 
 def upgrade() -> None:

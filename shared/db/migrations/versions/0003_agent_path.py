@@ -1,17 +1,9 @@
-"""The agent path: harmless repeats (request digests), rebased pins, and staging's one-call write.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-12-01 11:00:00
-"""
+"""The agent path: harmless repeats (request digests), rebased pins, and staging's one-call write."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0003'
-down_revision = '0002'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0003', '0002'
 
 # Staging's write: under the case's shared lock, and only if the case is still at the revision the call
 # was checked against, store the proposal, its items and its outbox event in one statement (one round

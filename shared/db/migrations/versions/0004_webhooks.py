@@ -1,18 +1,10 @@
-"""Webhooks (registrations, the events they receive, deliveries and their attempts) and subscriber tokens.
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-01 09:45:48.601837
-"""
+"""Webhooks (registrations, the events they receive, deliveries and their attempts) and subscriber tokens."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0004'
-down_revision = '0003'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0004', '0003'
 
 
 def upgrade() -> None:

@@ -1,16 +1,9 @@
-"""Review UI sessions: the cookie holds a random session id; the session is stored, revocable and expiring.
-
-Revision ID: 0005
-Revises: 0004
-"""
+"""Review UI sessions: the cookie holds a random session id; the session is stored, revocable and expiring."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0005'
-down_revision = '0004'
-branch_labels = None
-depends_on = None
+revision, down_revision = '0005', '0006'
 
 
 def upgrade() -> None:

@@ -1,0 +1,73 @@
+"""A service's pull loop on its own durable consumer of the event stream.
+
+The consumer is provisioned by `migrate` (shared/streams.py); a service only binds to it, waiting — and
+saying what to run — while it does not exist yet. Each process connects as its service's NATS role on a
+connection of its own, fetches batches, and hands each batch to the service; what to acknowledge, hand
+back or terminate is the service's to decide. A closed connection (shutdown) ends the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import nats
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.client import JetStreamContext
+from nats.js.errors import NotFoundError
+
+from shared.logging import get_logger
+from shared.nats_auth import nats_options
+from shared.service import ServiceContext
+
+log = get_logger(__name__)
+
+BATCH = 64
+FETCH_WAIT_SECONDS = 1.0
+MISSING_RETRY_SECONDS = 5.0
+FETCH_RETRY_SECONDS = 1.0
+
+Batch = Callable[[JetStreamContext, list[Any]], Awaitable[None]]
+Idle = Callable[[Any], Awaitable[None]]
+
+
+async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idle | None = None, *,
+               linger: float = 0.0) -> None:
+    """Fetch from `consumer` until the connection closes; `on_idle(subscription)` runs when a fetch finds nothing.
+
+    `linger`: after a batch that was not full, wait this long before the next fetch, so that events arriving
+    one by one under load are handled a batch at a time (one transaction, one pull request) — for consumers
+    whose work may lag the stream by that much."""
+    service = ctx.service.value
+    options = nats_options(ctx.settings, service, name=f"threadline-{service}-consumer")
+    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
+    try:
+        js = connection.jetstream()
+        while True:
+            try:
+                subscription = await js.pull_subscribe_bind(consumer, stream=ctx.settings.stream_name)
+                break
+            except NotFoundError:
+                log.error(f"{service}_consumer_missing", stream=ctx.settings.stream_name,
+                          hint="run `threadline migrate` to provision the stream and its consumers")
+                await asyncio.sleep(MISSING_RETRY_SECONDS)
+        log.info(f"{service}_consumer_started", stream=ctx.settings.stream_name)
+        while True:
+            try:
+                messages = await subscription.fetch(BATCH, timeout=FETCH_WAIT_SECONDS)
+            except (TimeoutError, NatsTimeout):
+                if on_idle is not None:
+                    await on_idle(subscription)
+                continue
+            except nats.errors.ConnectionClosedError:
+                return  # closed by shutdown: nothing more will arrive
+            except nats.errors.Error as error:
+                log.warning(f"{service}_fetch_failed", error=repr(error))
+                await asyncio.sleep(FETCH_RETRY_SECONDS)
+                continue
+            await on_batch(js, messages)
+            if linger and len(messages) < BATCH:
+                await asyncio.sleep(linger)
+    finally:
+        await connection.close()
