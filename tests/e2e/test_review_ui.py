@@ -138,10 +138,11 @@ async def test_reviewers_write_case_guidance_on_the_case_page(stack, browser):
 
 @asynccontextmanager
 async def signed_in(stack, role: str = "reviewer"):
-    """An HTTP client holding a reviewer's session cookie, as the browser would after signing in."""
+    """An HTTP client signed in as a browser would be (a reviewer's session cookie; none for other roles)."""
     async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
-        assert (await ui_sign_in(http, stack.tokens[role])).status_code == 303
-        http.csrf = csrf_token(http.cookies[COOKIE])
+        signed = await ui_sign_in(http, stack.tokens[role])
+        assert signed.status_code == (303 if role in ("reviewer", "admin") else 403)  # an agent gets no session
+        http.csrf = csrf_token(http.cookies.get(COOKIE, ""))
         yield http
 
 
