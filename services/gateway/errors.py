@@ -43,12 +43,8 @@ def invalid_argument(errors: list[ErrorDetails] | list[dict[str, Any]]) -> Threa
     return InvalidArgument.of(problems.from_pydantic(errors, camel=to_camel, field_fixes=problems.API_FIELD_FIXES))
 
 
-def too_large(limit: int | None = None) -> PayloadTooLarge:
-    return PayloadTooLarge(
-        f"the request body is larger than {limit} bytes" if limit else "the request body is too large",
-        field="(body)",
-        hint="send less per request: split the items over several calls",
-    )
+def too_large(message: str = "the request body is too large") -> PayloadTooLarge:
+    return PayloadTooLarge(message, field="(body)", hint="send less per request: split the items over several calls")
 
 
 def routing_error(status: int, method: str, path: str, allow: str | None, detail: str = "") -> ThreadlineError:
@@ -60,8 +56,7 @@ def routing_error(status: int, method: str, path: str, allow: str | None, detail
         return MethodNotAllowed(f"{problems.excerpt(method)} is not allowed here", field="(method)",
                                 hint=f"use {allow}" if allow else "see /api/v1/openapi.json")
     if status == 413:
-        return too_large() if not detail.startswith("the request body") else PayloadTooLarge(
-            detail, field="(body)", hint=too_large().hint)
+        return too_large(detail or "the request body is too large")
     return MalformedRequest("the request could not be read", field="(body)",
                             hint="send a JSON object with Content-Type: application/json")
 

@@ -24,6 +24,7 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self.limit = limit
+        self.refusal = f"the request body is larger than {limit} bytes"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
@@ -31,7 +32,7 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:
-            await http_error(too_large(self.limit))(scope, receive, send)
+            await http_error(too_large(self.refusal))(scope, receive, send)
             return
         read = 0
 
@@ -41,7 +42,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 read += len(message.get("body", b""))
                 if read > self.limit:
-                    raise HTTPException(413, detail=too_large(self.limit).message)
+                    raise HTTPException(413, detail=self.refusal)
             return message
 
         await self.app(scope, bounded_receive, send)

@@ -8,6 +8,7 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from services.gateway.limits import MAX_BODY_BYTES
 from tests.factories import agent_session, source_item
 
 TEN_MB = 10 * 1024 * 1024
@@ -26,6 +27,7 @@ async def test_a_10_mb_body_is_refused_with_413_in_the_envelope_by_length_and_by
                                   headers={"Content-Type": "application/json"})
         assert declared.status_code == 413
         assert envelope(declared)["code"] == "payload_too_large"
+        assert f"larger than {MAX_BODY_BYTES} bytes" in envelope(declared)["message"]
 
         async def chunks():  # no Content-Length: only the bytes read can tell
             for _ in range(10):
