@@ -99,3 +99,11 @@ async def test_random_paths_methods_and_tool_names_add_no_metric_series(stack):
     added = after - before
     assert not added, sorted(added)[:20]
     assert not any("card-" in s or 'tool="tool_' in s for s in after)
+
+
+async def test_a_webhook_url_whose_host_no_resolver_can_be_asked_about_is_refused_naming_it(stack):
+    async with stack.api("admin") as api:
+        for url in ("https://\u00b4\u009c/hook", "https://exa mple.org/hook", "https://"):
+            refused = await api.post("/api/v1/webhooks", json={"url": url})
+            assert refused.status_code == 422, (url, refused.text)
+            assert envelope(refused)["field"] == "url"
