@@ -37,7 +37,7 @@ async def test_a_sign_in_posted_from_a_foreign_origin_or_without_the_form_is_ref
 
 
 async def test_the_cookie_holds_a_revocable_expiring_session_id_never_the_token(stack):
-    token = await stack.issue_token("reviewer", "cookie-reviewer")
+    token = await stack.issue_token("reviewer", "cookie-reviewer")  # its own: the test revokes it
     async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
         signed = await ui_sign_in(http, token)
         session_id = http.cookies[COOKIE]
@@ -50,8 +50,9 @@ async def test_the_cookie_holds_a_revocable_expiring_session_id_never_the_token(
 
         await ui_sign_in(http, token)
         async with stack.db.engine.begin() as connection:
-            await connection.execute(text("UPDATE ui_sessions SET expires_at = now() - interval '1 second' "
-                                          "WHERE revoked_at IS NULL"))
+            await connection.execute(text(
+                "UPDATE ui_sessions SET expires_at = now() - interval '1 second' WHERE token_id = "
+                "(SELECT token_id FROM api_tokens WHERE name = 'cookie-reviewer')"))
         assert (await http.get("/ui")).status_code == 303
 
         await ui_sign_in(http, token)
