@@ -195,6 +195,12 @@ class ServiceClient:
             raise from_dict(body["error"])
         return body.get("result")
 
+    async def outbox_committed(self) -> None:
+        """Wake the relay: events were just committed. Fire and forget — the relay also polls, so a signal
+        lost on the way delays an event by at most its poll interval."""
+        if self._connected():
+            await self.broker.connection.publish(self.subjects.outbox_committed, b"")
+
     async def _reply(self, service: Service, request: asyncio.Future) -> Any:
         done, _ = await asyncio.wait({request}, timeout=WATCH_AFTER_SECONDS)
         if request in done:

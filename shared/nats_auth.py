@@ -121,6 +121,9 @@ def permissions(role: str, settings: Settings) -> Permissions:
     publish = [subjects.command(command) for command in CALLS.get(service, ())]
     if service is Service.RELAY:
         publish.append(subjects.events_wildcard)  # the outbox, relayed; JetStream's acks arrive at the inbox
+        subscribe.append(subjects.outbox_committed)  # every relay hears it; the leader acts on it
+    else:
+        publish.append(subjects.outbox_committed)  # after a commit that stored events: wake the relay
     if service in DURABLE_CONSUMERS:
         durable = DURABLE_CONSUMERS[service]
         publish += [f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}", f"$JS.API.CONSUMER.INFO.{stream}.{durable}",

@@ -119,7 +119,7 @@ def current_traceparent() -> str | None:
 def continued(traceparent: str | None) -> Iterator[None]:
     """Make `traceparent` the current trace context inside the block: for work that runs in another
     task than the request that carries it (the MCP transport hands each call to its own task)."""
-    if not traceparent:
+    if not traceparent or _provider is None:  # nothing records spans: no context to carry
         yield
         return
     token = context.attach(propagate.extract({"traceparent": traceparent}))

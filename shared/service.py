@@ -183,6 +183,14 @@ def command_router(ctx: ServiceContext, routes: Mapping[Command, UseCase], unit_
     return router
 
 
+async def _wake_relay(ctx: ServiceContext) -> None:
+    # The relay polls too: a signal that does not go out only delays the events until its next poll.
+    try:
+        await ctx.client.outbox_committed()
+    except Exception as error:  # noqa: BLE001 - the change is committed; its answer must go out
+        log.debug("outbox_signal_failed", error=repr(error))
+
+
 def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: UseCase,
              unit_of_work: UnitOfWorkFactory) -> Callable[..., Awaitable[dict[str, Any]]]:
     crash_after_commit = command.value in ctx.settings.failpoint_commands("exit_after_commit")
@@ -191,7 +199,10 @@ def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: Us
     context = ctx.client.broker.context
 
     async def handle(body: Any) -> dict[str, Any]:
-        result = await use_case(body, unit_of_work(ctx, Meta.of(context.get_local("message"))))
+        uow = unit_of_work(ctx, Meta.of(context.get_local("message")))
+        result = await use_case(body, uow)
+        if getattr(uow, "committed_events", None):
+            await _wake_relay(ctx)
         if crash_after_commit:  # a failpoint for tests: die as if killed between the commit and the reply
             log.warning("failpoint_exit_after_commit", command=command.value)
             os._exit(137)

@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a
     # new one), so `migrate` never undoes an operator's change; 3 on a three-server NATS cluster.
     events_replicas: int | None = Field(default=None, ge=1, le=5)
-    # A direct (session) connection for the relay's advisory lock and LISTEN, when database_url is a
+    # A direct (session) connection for the relay's advisory lock, when database_url is a
     # transaction pooler; with database_transaction_pooler every other connection goes through it
     # without server-side statement caches.
     relay_database_url: str | None = None

@@ -106,6 +106,11 @@ class Subjects:
     def events_wildcard(self) -> str:
         return f"{self.prefix}.events.>"
 
+    @property
+    def outbox_committed(self) -> str:
+        """A bare signal a service sends after committing outbox rows: it wakes the relay's leader."""
+        return f"{self.prefix}.outbox.committed"
+
     def case_event(self, case_id: str, event_type: str) -> str:
         return f"{self.prefix}.events.case.{case_id}.{event_suffix(event_type)}"
 

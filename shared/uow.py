@@ -33,6 +33,7 @@ class UnitOfWork(ABC):
     def __init__(self, origin: Origin) -> None:
         self.origin = origin
         self.events: list[Event] = []
+        self.committed_events: list[Event] = []  # what its commits stored, for the relay's wake-up
         self._committed = False
 
     def now(self) -> datetime:
@@ -59,6 +60,7 @@ class UnitOfWork(ABC):
         """Make the change durable with its events; what it returns is the unit of work's to say."""
         result = await self._commit(list(self.events))
         self._committed = True
+        self.committed_events += self.events
         return result
 
     def read(self) -> AbstractAsyncContextManager[UnitOfWork]:

@@ -214,6 +214,9 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         docs_url="/api/v1/docs",
         redoc_url=None,
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry asks the global providers on every request; traces, when on, come from
+        # the instrumentation below, metrics from Prometheus.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.gateway = gateway
     app.include_router(http_api.router)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -29,7 +30,7 @@ from shared.errors import (
 )
 from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
-from shared.observability import continued
+from shared.observability import continued, tracing_enabled
 from shared.outage import outage
 from shared.problems import excerpt
 from shared.spec import ArgumentError, validate_arguments
@@ -94,7 +95,7 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
         tool = served_tools().get(name)
         return tool.input_schema if tool else None
 
-    return Server(
+    server = Server(
         "threadline",
         version=version,
         title="Threadline",
@@ -109,6 +110,9 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
     )
+    if not tracing_enabled():  # the SDK's span per message costs every call a share even when nothing records it
+        server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server
 
 
 async def _call(

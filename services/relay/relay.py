@@ -1,7 +1,10 @@
 """The outbox relay: publishes committed events to JetStream, in order per case and company.
 
 One relay leads at a time (a PostgreSQL advisory lock, released when its session ends), so any
-number of relay processes can run. The leader is woken by LISTEN/NOTIFY and also polls. Each
+number of relay processes can run. The leader is woken by the signal a service sends on NATS after
+committing events (`<prefix>.outbox.committed`) and also polls. (Not by LISTEN/NOTIFY: PostgreSQL
+serialises every committing transaction that sent a NOTIFY on one global lock, WAL flush included, which
+capped the agents' stage calls at a fraction of what the database could take.) Each
 event is published with its id as `Nats-Msg-Id` and marked sent only after JetStream acknowledged
 it: a crash between the two re-publishes it, and JetStream's duplicate window drops the copy.
 Events of one aggregate (a case or a company) are published one after another, each waiting for its
@@ -26,12 +29,11 @@ from shared.logging import get_logger
 from shared.nats_auth import nats_options
 from shared.observability import message_span
 from shared.settings import Settings
-from shared.subjects import Service
+from shared.subjects import Service, Subjects
 
 log = get_logger(__name__)
 
 LEADER_LOCK = 0x7468726C6E  # "thrln": one relay leader per database
-CHANNEL = "threadline_outbox"
 MAX_PARALLEL_AGGREGATES = 64
 OBSERVE_EVERY_SECONDS = 1.0
 
@@ -73,7 +75,11 @@ class OutboxRelay:
                                     max_reconnect_attempts=-1, reconnect_time_wait=1)
             js = nc.jetstream(timeout=5.0)
             wake = asyncio.Event()
-            await db.add_listener(CHANNEL, lambda *_: wake.set())
+
+            async def woken(_: Any) -> None:
+                wake.set()
+
+            await nc.subscribe(Subjects(self.settings.nats_prefix).outbox_committed, cb=woken)
             while not stop.is_set():
                 wake.clear()
                 sent = await self.publish_pending(db, js)

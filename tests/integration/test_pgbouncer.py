@@ -1,5 +1,5 @@
 """Behind PgBouncer in transaction mode: the services and the gateway through the pooler, the relay's
-leader lock and LISTEN on THREADLINE_RELAY_DATABASE_URL; nothing lost, nothing doubled."""
+leader lock on THREADLINE_RELAY_DATABASE_URL; nothing lost, nothing doubled."""
 
 from __future__ import annotations
 
