@@ -3,7 +3,7 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision, down_revision = '0005', '0006'
+revision, down_revision = '0005', '0007'
 
 
 def upgrade() -> None:
