@@ -3,7 +3,7 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision, down_revision = '0005', '0007'
+revision, down_revision = '0005', '0004'
 
 
 def upgrade() -> None:
