@@ -303,9 +303,15 @@ async def proposal_page(request: Request, proposal_id: str, principal: Principal
 async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
                     problem: ThreadlineError | None, draft: str = "") -> Response:
     proposal = await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
-    status = status_of(problem) if problem else 200
-    return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem,
-                  draft=draft)
+    return _decidable(request, "proposal.html", outcome, problem, draft, proposal=proposal)
+
+
+def _decidable(request: Request, template: str, outcome: Any, problem: ThreadlineError | None, draft: str,
+               **record: Any) -> Response:
+    """A page a reviewer decides on: the record, what the last decision did, or why it was refused (with
+    the note they wrote kept in the form)."""
+    return render(request, template, status=status_of(problem) if problem else 200, outcome=outcome,
+                  problem=problem, draft=draft, **record)
 
 
 @router.post("/proposals/{proposal_id}/decide")
@@ -361,8 +367,7 @@ async def delta_page(request: Request, operation_id: str, principal: Principal =
 async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
                  problem: ThreadlineError | None, draft: str = "") -> Response:
     delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
-    status = status_of(problem) if problem else 200
-    return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem, draft=draft)
+    return _decidable(request, "delta.html", outcome, problem, draft, delta=delta)
 
 
 @router.post("/deltas/{operation_id}/decide")
