@@ -6,11 +6,14 @@ these models give the services typed, frozen values and refuse anything the sche
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -48,8 +51,42 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), Storable]
 
 
+def _counted(max_length: int) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > max_length:
+            raise PydanticCustomError("too_long", "List should have at most {max_length} items, not {actual_length}",
+                                      {"field_type": "List", "max_length": max_length, "actual_length": len(value)})
+        return value
+
+    return BeforeValidator(check)
+
+
+def bounded_list(item: Any, max_length: int, min_length: int = 0) -> Any:
+    """A list of at most `max_length` items whose length is checked before any item is: a list sent from
+    outside with a million items is refused at the cost of one len()."""
+    return Annotated[list[item], _counted(max_length), Field(min_length=min_length, max_length=max_length)]
+
+
+def _named_host(url: str) -> str:
+    # The host must be one DNS can carry (IDNA), and the URL free of spaces and control characters.
+    try:
+        host = urlsplit(url).hostname or ""
+        host.encode("idna")
+    except (UnicodeError, ValueError):
+        host = ""
+    if not host or any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in url):
+        raise PydanticCustomError("url_host", "is not a web URL with a valid host name",
+                                  {"hint": "send an http(s) URL such as https://example.org/page"})
+    return url
+
+
 def web_url(max_length: int) -> Any:
     return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
+
+
+def reachable_url(max_length: int) -> Any:
+    """A URL the system will connect to (a webhook's): its host must be one a resolver can be asked about."""
+    return Annotated[web_url(max_length), AfterValidator(_named_host)]
 
 
 class Contract(BaseModel):
@@ -59,6 +96,12 @@ class Contract(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class RequestBody(Contract):
+    """A body sent from outside (the HTTP API): types are strict, so `true` is no revision and "3" no number."""
+
+    model_config = ConfigDict(strict=True)
 
 
 class Actor(Contract):
@@ -95,7 +138,7 @@ class Transcription(Contract):
 class RecordedSource(SourceItem):
     """A source a reviewer records directly, optionally with labeled screenshot transcriptions."""
 
-    transcriptions: Annotated[list[Transcription], Field(max_length=20)] = []
+    transcriptions: bounded_list(Transcription, 20) = []
 
 
 class ClaimItem(Contract):

@@ -117,6 +117,20 @@ class InternalError(ThreadlineError):
     code = "internal"
 
 
+class MalformedRequest(ThreadlineError):
+    """The request cannot be read at all: a body that is not JSON, a form that does not parse."""
+
+    code = "malformed_request"
+
+
+class MethodNotAllowed(ThreadlineError):
+    code = "method_not_allowed"
+
+
+class PayloadTooLarge(ThreadlineError):
+    code = "payload_too_large"
+
+
 HTTP_STATUS: dict[str, int] = {
     InvalidArgument.code: 422,
     Unauthenticated.code: 401,
@@ -133,13 +147,16 @@ HTTP_STATUS: dict[str, int] = {
     NotYetSupported.code: 501,
     Unavailable.code: 503,
     InternalError.code: 500,
+    MalformedRequest.code: 400,
+    MethodNotAllowed.code: 405,
+    PayloadTooLarge.code: 413,
 }
 
 _BY_CODE: dict[str, type[ThreadlineError]] = {
     cls.code: cls
     for cls in (InvalidArgument, Unauthenticated, Forbidden, NotFound, AlreadyExists, WrongCase, NoActiveCase,
                 StaleRevision, Conflict, IdempotencyConflict, InvalidCommitToken, Expired, NotYetSupported,
-                Unavailable, InternalError)
+                Unavailable, InternalError, MalformedRequest, MethodNotAllowed, PayloadTooLarge)
 }
 
 

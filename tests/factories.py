@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
+
+_TEXT_FRAME = re.compile(r"<<<BEGIN UNTRUSTED TEXT nonce=([0-9a-f]+)>>>(.*)<<<END UNTRUSTED TEXT nonce=\1>>>", re.S)
+
+
+def unframed(answer: Any) -> Any:
+    """An agent's answer as plain values: each framed agent-written text as it was written, no frame notice."""
+    if isinstance(answer, str):
+        frame = _TEXT_FRAME.fullmatch(answer)
+        return frame.group(2) if frame else answer
+    if isinstance(answer, dict):
+        return {k: unframed(v) for k, v in answer.items() if k != "untrusted"}
+    if isinstance(answer, list):
+        return [unframed(v) for v in answer]
+    return answer
 
 
 def unique(prefix: str = "case") -> str:
@@ -97,9 +112,10 @@ class Agent:
         return await self.mcp.call_tool(tool, arguments)
 
     async def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The answer, agent-written texts unframed (tests of the framing itself use `call`)."""
         result = await self.mcp.call_tool(tool, arguments)
         assert not result.is_error, result.content[0].text
-        return result.structured_content
+        return unframed(result.structured_content)
 
     async def refused(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         result = await self.mcp.call_tool(tool, arguments)
@@ -229,4 +245,12 @@ async def previewed_and_committed(mcp: Any, args: dict[str, Any]) -> dict[str, A
         "mode": "commit", "operationId": preview.structured_content["operationId"],
         "commitToken": preview.structured_content["commitToken"]})
     assert not committed.is_error, committed.content[0].text
-    return preview.structured_content
+    return unframed(preview.structured_content)
+
+
+async def ui_sign_in(http: Any, token: str, next: str = "/ui") -> Any:
+    """Sign an HTTP client in to the review UI as a browser does: load the form (its pre-session), post it."""
+    form = await http.get("/ui/signin", params={"next": next})
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text)
+    assert csrf is not None, form.text
+    return await http.post("/ui/signin", data={"token": token, "next": next, "csrf": csrf.group(1)})

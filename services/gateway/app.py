@@ -21,14 +21,16 @@ from faststream.nats import NatsBroker
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import feed, http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
-from services.gateway.errors import http_error, invalid_argument
+from services.gateway.errors import http_error, invalid_argument, routing_error
+from services.gateway.limits import BodyLimit
 from services.gateway.mcp_server import (
     AUTH_OUTAGE_SCOPE_KEY,
     CORRELATION_SCOPE_KEY,
@@ -36,6 +38,7 @@ from services.gateway.mcp_server import (
     build_server,
     principal_from_http,
 )
+from services.gateway.sessions import UiSessions
 from shared import asyncapi, version
 from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unavailable
@@ -69,6 +72,7 @@ class Gateway:
     client: ServiceClient
     tokens: TokenStore
     discoveries: Discoveries
+    sessions: UiSessions
 
     @classmethod
     def connect(cls, settings: Settings) -> Gateway:
@@ -79,7 +83,7 @@ class Gateway:
         broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
         client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
         return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds),
-                   Discoveries(db, settings.auth_cache_seconds))
+                   Discoveries(db, settings.auth_cache_seconds), UiSessions(db))
 
     async def start(self) -> None:
         await self.broker.start()
@@ -129,14 +133,24 @@ class CorrelationMiddleware:
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-correlation-id", correlation_id.encode())]
+                # Once, whoever else set it: an error response may carry it already.
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-correlation-id"]
+                message["headers"] = [*kept, (b"x-correlation-id", correlation_id.encode())]
             await send(message)
 
         with bound(correlation_id=correlation_id):
             await self.app(scope, receive, send_with_id)
-        route = scope.get("route")
-        metrics.observe_http(scope["method"], getattr(route, "path", scope["path"].split("/")[1]), status["code"])
+        # The route template the request matched (never its raw path), so callers cannot add series.
+        route = getattr(scope.get("route"), "path", None)
+        metrics.observe_http(scope["method"], route, status["code"])
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> str:
+    """Every method some route takes on the request's path."""
+    return ", ".join(sorted(
+        method for method in metrics.METHODS
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in app.router.routes)
+    ))
 
 
 class McpEndpoint:
@@ -226,6 +240,20 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     async def on_invalid(request: Request, error: RequestValidationError | pydantic.ValidationError) -> Response:
         return await on_error(request, invalid_argument(error.errors()))
 
+    # What Starlette or FastAPI refuses before a handler runs (no such path, a method the path does not take,
+    # a body that does not parse) answers in the same envelope; a 405 keeps its Allow header.
+    @app.exception_handler(StarletteHTTPException)
+    async def on_refused_route(request: Request, error: StarletteHTTPException) -> Response:
+        headers = dict(error.headers or {})
+        if error.status_code == 405:  # Starlette names the methods of the first route on the path only
+            headers["Allow"] = allowed_methods(app, request.scope)
+        refusal = routing_error(error.status_code, request.method, request.url.path, headers.get("Allow"),
+                                str(error.detail))
+        response = await on_error(request, refusal)
+        response.status_code = error.status_code
+        response.headers.update(headers)
+        return response
+
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, error: Exception) -> Response:
         if (unavailable := outage(error)) is not None:
@@ -284,6 +312,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.router.routes.insert(
         0, Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
     )
+    app.add_middleware(BodyLimit)
     app.add_middleware(CorrelationMiddleware)
     if tracing_enabled():  # its request attributes cost every call a share even when nothing records spans
         instrument_http(app)

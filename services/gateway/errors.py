@@ -11,7 +11,15 @@ from pydantic_core import ErrorDetails
 from starlette.responses import JSONResponse
 
 from shared import problems
-from shared.errors import HTTP_STATUS, InvalidArgument, ThreadlineError
+from shared.errors import (
+    HTTP_STATUS,
+    InvalidArgument,
+    MalformedRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    ThreadlineError,
+)
 
 
 def http_error(error: ThreadlineError, correlation_id: str | None = None) -> JSONResponse:
@@ -21,9 +29,36 @@ def http_error(error: ThreadlineError, correlation_id: str | None = None) -> JSO
     return JSONResponse({"error": error.to_dict()}, status_code=HTTP_STATUS.get(error.code, 500), headers=headers)
 
 
-def invalid_argument(errors: list[ErrorDetails] | list[dict[str, Any]]) -> InvalidArgument:
-    """A request, or a contract built from it, failed validation: every field at fault with its fix."""
+def invalid_argument(errors: list[ErrorDetails] | list[dict[str, Any]]) -> ThreadlineError:
+    """A request, or a contract built from it, failed validation: every field at fault with its fix.
+
+    A body that is not JSON at all has no fields to name: it is malformed (400), said with where it broke.
+    """
+    unreadable = next((e for e in errors if e.get("type") == "json_invalid"), None)
+    if unreadable is not None:
+        at = next((part for part in unreadable.get("loc", ())[1:] if isinstance(part, int)), None)
+        where = f" at character {at}" if at is not None else ""
+        return MalformedRequest(f"the body is not valid JSON{where}", field="(body)",
+                                hint="send one complete JSON object with Content-Type: application/json")
     return InvalidArgument.of(problems.from_pydantic(errors, camel=to_camel, field_fixes=problems.API_FIELD_FIXES))
+
+
+def too_large(message: str = "the request body is too large") -> PayloadTooLarge:
+    return PayloadTooLarge(message, field="(body)", hint="send less per request: split the items over several calls")
+
+
+def routing_error(status: int, method: str, path: str, allow: str | None, detail: str = "") -> ThreadlineError:
+    """What FastAPI or Starlette refused before any handler ran (no route, wrong method, unreadable body)."""
+    if status == 404:
+        return NotFound(f"there is nothing at {problems.excerpt(path)}",
+                        hint="the API's paths are listed in /api/v1/openapi.json")
+    if status == 405:
+        return MethodNotAllowed(f"{problems.excerpt(method)} is not allowed here", field="(method)",
+                                hint=f"use {allow}" if allow else "see /api/v1/openapi.json")
+    if status == 413:
+        return too_large(detail or "the request body is too large")
+    return MalformedRequest("the request could not be read", field="(body)",
+                            hint="send a JSON object with Content-Type: application/json")
 
 
 def tool_error(error: ThreadlineError) -> types.CallToolResult:

@@ -20,6 +20,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from services.gateway import api_models as m
 from services.gateway.http_api import call, caller
 from shared import contracts as c
 from shared import webhook_contracts as wc
@@ -29,7 +30,7 @@ from shared.subjects import Command, Subjects
 
 log = get_logger(__name__)
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
 
 FEED_ROLES = ("subscriber", "reviewer", "admin")
 WAIT_SECONDS = 10.0  # one pull's wait for new events; the stream's keep-alive pings go out meanwhile
@@ -39,7 +40,9 @@ SEND_TIMEOUT_SECONDS = 30.0  # a client that takes no bytes for this long is dro
 INACTIVE_SECONDS = 120.0
 
 
-@router.get("/events", tags=["events"], response_model=None)
+@router.get("/events", tags=["events"], response_model=None, responses={200: {
+    "model": m.EventPage, "description": "An event stream (text/event-stream), or with format=json one page.",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
 async def events(
     request: Request,
     case_id: Annotated[c.Slug | None, Query(alias="caseId", description="Only this case's events.")] = None,

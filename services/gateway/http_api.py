@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import Field, StringConstraints
+from fastapi import APIRouter, Depends, Path, Query, Request, Security
+from fastapi.security import HTTPBearer
+from pydantic import StringConstraints
 
+from services.gateway import api_models as m
 from services.gateway.argument_map import CaseGraph
 from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
-from shared.contracts import Contract, RecordedSource, Revision, Slug
+from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
 from shared.subjects import Command
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
+# The bearer scheme, for the OpenAPI document; `caller` checks the token itself (one error envelope for all).
+BEARER = HTTPBearer(auto_error=False, description="A reviewer or admin token (admins: tokens and webhooks).")
 
 READERS = ("reviewer", "admin")
 ADMINS = ("admin",)
@@ -25,7 +29,7 @@ AgentName = Annotated[c.bounded_text(100), Path(description="The agent token's n
 
 
 def caller(*roles: str) -> Any:
-    async def authenticate(request: Request) -> Principal:
+    async def authenticate(request: Request, _: Any = Security(BEARER)) -> Principal:
         principal = await request.app.state.gateway.tokens.authenticate(request.headers.get("authorization"))
         require_role(principal, *roles)
         request.state.principal = principal
@@ -47,80 +51,80 @@ async def call(request: Request, command: Command, message: Contract) -> Any:
 # --- request bodies ---------------------------------------------------------------------------------
 
 
-class CreateCaseBody(Contract):
+class CreateCaseBody(RequestBody):
     case_id: Slug
     title: c.bounded_text(200)
     question: c.bounded_text(1000)
 
 
-class RecordSourcesBody(Contract):
-    sources: Annotated[list[RecordedSource], Field(min_length=1, max_length=50)]
+class RecordSourcesBody(RequestBody):
+    sources: c.bounded_list(RecordedSource, 50, min_length=1)
     expected_revision: Revision | None = None
 
 
-class GuidanceBody(Contract):
+class GuidanceBody(RequestBody):
     text: c.bounded_text(2000)
 
 
-class TokenBody(Contract):
+class TokenBody(RequestBody):
     role: Literal["agent", "reviewer", "admin", "subscriber"]
     name: c.bounded_text(100)
     case_id: Slug | None = None
 
 
-class ActiveCaseBody(Contract):
+class ActiveCaseBody(RequestBody):
     case_id: Slug
 
 
-class DecisionBody(Contract):
-    accept: Annotated[list[str], Field(max_length=50)] = []
-    reject: Annotated[list[str], Field(max_length=50)] = []
+class DecisionBody(RequestBody):
+    accept: c.bounded_list(str, 50) = []
+    reject: c.bounded_list(str, 50) = []
     note: c.bounded_text(2000, min_length=0) | None = None
     # The case revision the reviewer saw: a decision on a view the ledger has moved past is refused.
     expected_revision: Revision
 
 
-class CompanyBody(Contract):
+class CompanyBody(RequestBody):
     ticker: Annotated[str, StringConstraints(min_length=1, max_length=16, pattern=r"^[A-Z0-9.\-]+$")]
     name: c.bounded_text(200)
 
 
-class SourceFileBody(Contract):
+class SourceFileBody(RequestBody):
     title: c.bounded_text(300)
     url: c.web_url(2000)
     text: c.bounded_text(200_000)
 
 
-class ThesisClaimBody(Contract):
+class ThesisClaimBody(RequestBody):
     text: c.bounded_text(5000)
     label: Literal["CONFIRMED", "INFERRED", "UNVERIFIED"]
     section: c.bounded_text(120)
     source_url: c.bounded_text(2000, min_length=0) | None = None
 
 
-class DeltaDecisionBody(c.DeltaDecision):
+class DeltaDecisionBody(c.DeltaDecision, RequestBody):
     """Accept or reject a committed delta; a rejection says why in `note`."""
 
 
 # --- cases ------------------------------------------------------------------------------------------
 
 
-@router.post("/cases", status_code=201, tags=["cases"])
+@router.post("/cases", status_code=201, tags=["cases"], response_model=m.CaseView)
 async def create_case(body: CreateCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await call(request, Command.CREATE_CASE, c.CreateCase(actor=principal.actor(), **body.model_dump()))
 
 
-@router.get("/cases", tags=["cases"])
+@router.get("/cases", tags=["cases"], response_model=m.CaseList)
 async def list_cases(request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.LIST_CASES, c.ListCases(actor=principal.actor()))
 
 
-@router.get("/cases/{case_id}", tags=["cases"])
+@router.get("/cases/{case_id}", tags=["cases"], response_model=m.CaseView)
 async def get_case(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_CASE, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
-@router.get("/cases/{case_id}/history", tags=["cases"])
+@router.get("/cases/{case_id}/history", tags=["cases"], response_model=m.HistoryPage)
 async def case_history(
     case_id: CaseId,
     request: Request,
@@ -134,7 +138,7 @@ async def case_history(
                       c.CaseHistory(actor=principal.actor(), case_id=case_id, before=before, limit=limit))
 
 
-@router.post("/cases/{case_id}/guidance", status_code=201, tags=["cases"])
+@router.post("/cases/{case_id}/guidance", status_code=201, tags=["cases"], response_model=m.GuidanceView)
 async def add_guidance(
     case_id: CaseId, body: GuidanceBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
@@ -143,7 +147,7 @@ async def add_guidance(
     )
 
 
-@router.post("/cases/{case_id}/sources", status_code=201, tags=["cases"])
+@router.post("/cases/{case_id}/sources", status_code=201, tags=["cases"], response_model=m.RecordedSources)
 async def record_sources(
     case_id: CaseId, body: RecordSourcesBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
@@ -155,13 +159,13 @@ async def record_sources(
     )
 
 
-class RetireBody(Contract):
-    records: Annotated[list[c.RecordRef], Field(min_length=1, max_length=50)]
+class RetireBody(RequestBody):
+    records: c.bounded_list(c.RecordRef, 50, min_length=1)
     note: c.bounded_text(2000)
     expected_revision: Revision | None = None
 
 
-@router.post("/cases/{case_id}/retirements", tags=["cases"])
+@router.post("/cases/{case_id}/retirements", tags=["cases"], response_model=m.Retirement)
 async def retire_records(
     case_id: CaseId, body: RetireBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
@@ -173,7 +177,7 @@ async def retire_records(
     )
 
 
-@router.get("/cases/{case_id}/ledger", tags=["cases"])
+@router.get("/cases/{case_id}/ledger", tags=["cases"], response_model=m.LedgerView)
 async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
@@ -185,7 +189,7 @@ async def case_graph(case_id: CaseId, request: Request, principal: Principal = c
     return await call(request, Command.CASE_GRAPH, c.CaseRef(actor=principal.actor(), case_id=case_id))
 
 
-@router.get("/cases/{case_id}/proposals", tags=["proposals"])
+@router.get("/cases/{case_id}/proposals", tags=["proposals"], response_model=m.ProposalList)
 async def list_proposals(
     case_id: CaseId,
     request: Request,
@@ -200,12 +204,12 @@ async def list_proposals(
     )
 
 
-@router.get("/proposals/{proposal_id}", tags=["proposals"])
+@router.get("/proposals/{proposal_id}", tags=["proposals"], response_model=m.ProposalView)
 async def get_proposal(proposal_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
 
 
-@router.post("/proposals/{proposal_id}/decisions", tags=["proposals"])
+@router.post("/proposals/{proposal_id}/decisions", tags=["proposals"], response_model=m.DecisionView)
 async def decide(
     proposal_id: str, body: DecisionBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
@@ -217,24 +221,24 @@ async def decide(
 # --- identities -------------------------------------------------------------------------------------
 
 
-@router.post("/tokens", status_code=201, tags=["identities"])
+@router.post("/tokens", status_code=201, tags=["identities"], response_model=m.IssuedToken)
 async def create_token(body: TokenBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await request.app.state.gateway.tokens.issue(
         role=body.role, name=body.name, created_by=principal.name, case_id=body.case_id
     )
 
 
-@router.get("/tokens", tags=["identities"])
+@router.get("/tokens", tags=["identities"], response_model=m.TokenList)
 async def list_tokens(request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return {"tokens": await request.app.state.gateway.tokens.list()}
 
 
-@router.delete("/tokens/{token_id}", tags=["identities"])
+@router.delete("/tokens/{token_id}", tags=["identities"], response_model=m.RevokedToken)
 async def revoke_token(token_id: str, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await request.app.state.gateway.tokens.revoke(token_id)
 
 
-@router.put("/agents/{name}/active-case", tags=["identities"])
+@router.put("/agents/{name}/active-case", tags=["identities"], response_model=m.Assignment)
 async def assign_case(name: AgentName, body: ActiveCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await request.app.state.gateway.tokens.assign(name, body.case_id)
 
@@ -242,12 +246,12 @@ async def assign_case(name: AgentName, body: ActiveCaseBody, request: Request, p
 # --- companies and theses ---------------------------------------------------------------------------
 
 
-@router.post("/companies", status_code=201, tags=["theses"])
+@router.post("/companies", status_code=201, tags=["theses"], response_model=m.CompanyView)
 async def create_company(body: CompanyBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await call(request, Command.CREATE_COMPANY, c.CreateCompany(actor=principal.actor(), **body.model_dump()))
 
 
-@router.get("/companies", tags=["theses"])
+@router.get("/companies", tags=["theses"], response_model=m.CompanyList)
 async def list_companies(
     request: Request,
     ticker: Annotated[str | None, Query(min_length=1, max_length=16, pattern=c.TICKER_SEARCH)] = None,
@@ -256,12 +260,12 @@ async def list_companies(
     return await call(request, Command.LIST_COMPANIES, c.ListCompanies(actor=principal.actor(), ticker=ticker))
 
 
-@router.get("/companies/{company_id}", tags=["theses"])
+@router.get("/companies/{company_id}", tags=["theses"], response_model=m.CompanyView)
 async def get_company(company_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_COMPANY, c.CompanyRef(actor=principal.actor(), company_id=company_id))
 
 
-@router.post("/companies/{company_id}/source-files", status_code=201, tags=["theses"])
+@router.post("/companies/{company_id}/source-files", status_code=201, tags=["theses"], response_model=m.SourceFileView)
 async def add_source_file(
     company_id: str, body: SourceFileBody, request: Request, principal: Principal = caller(*ADMINS)
 ) -> Any:
@@ -272,7 +276,7 @@ async def add_source_file(
     )
 
 
-@router.post("/companies/{company_id}/claims", status_code=201, tags=["theses"])
+@router.post("/companies/{company_id}/claims", status_code=201, tags=["theses"], response_model=m.ThesisClaimView)
 async def add_thesis_claim(
     company_id: str, body: ThesisClaimBody, request: Request, principal: Principal = caller(*ADMINS)
 ) -> Any:
@@ -283,7 +287,7 @@ async def add_thesis_claim(
     )
 
 
-@router.get("/companies/{company_id}/deltas", tags=["theses"])
+@router.get("/companies/{company_id}/deltas", tags=["theses"], response_model=m.DeltaList)
 async def list_deltas(
     company_id: str,
     request: Request,
@@ -295,12 +299,12 @@ async def list_deltas(
     )
 
 
-@router.get("/deltas/{operation_id}", tags=["theses"])
+@router.get("/deltas/{operation_id}", tags=["theses"], response_model=m.DeltaView)
 async def get_delta(operation_id: str, request: Request, principal: Principal = caller(*READERS)) -> Any:
     return await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
 
 
-@router.post("/deltas/{operation_id}/decision", tags=["theses"])
+@router.post("/deltas/{operation_id}/decision", tags=["theses"], response_model=m.DeltaView)
 async def decide_delta(
     operation_id: str, body: DeltaDecisionBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
@@ -314,40 +318,40 @@ async def decide_delta(
 # --- webhooks ---------------------------------------------------------------------------------------
 
 
-class WebhookBody(Contract):
-    url: c.web_url(2000)
+class WebhookBody(RequestBody):
+    url: c.reachable_url(2000)
     case_id: Slug | None = None
     company_id: wc.Uuid | None = None
-    types: Annotated[list[wc.EventTypeName], Field(max_length=20)] = []
+    types: c.bounded_list(wc.EventTypeName, 20) = []
 
 
 WebhookId = Annotated[wc.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
 EventId = Annotated[wc.Uuid, Path(description="The event's id (the CloudEvents id, also the webhook-id header).")]
 
 
-@router.post("/webhooks", status_code=201, tags=["webhooks"])
+@router.post("/webhooks", status_code=201, tags=["webhooks"], response_model=m.RegisteredWebhook)
 async def register_webhook(body: WebhookBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     """Register a receiver for a case, a company or every event; the answer's `secret` is shown only once."""
     return await call(request, Command.REGISTER_WEBHOOK,
                       wc.RegisterWebhook(actor=principal.actor(), **body.model_dump()))
 
 
-@router.get("/webhooks", tags=["webhooks"])
+@router.get("/webhooks", tags=["webhooks"], response_model=m.WebhookList)
 async def list_webhooks(request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
 
 
-@router.get("/webhooks/{webhook_id}", tags=["webhooks"])
+@router.get("/webhooks/{webhook_id}", tags=["webhooks"], response_model=m.WebhookView)
 async def get_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await call(request, Command.GET_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
 
 
-@router.delete("/webhooks/{webhook_id}", tags=["webhooks"])
+@router.delete("/webhooks/{webhook_id}", tags=["webhooks"], response_model=m.WebhookView)
 async def delete_webhook(webhook_id: WebhookId, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await call(request, Command.DELETE_WEBHOOK, wc.WebhookRef(actor=principal.actor(), webhook_id=webhook_id))
 
 
-@router.get("/webhooks/{webhook_id}/deliveries", tags=["webhooks"])
+@router.get("/webhooks/{webhook_id}/deliveries", tags=["webhooks"], response_model=m.DeliveryLog)
 async def list_deliveries(
     webhook_id: WebhookId,
     request: Request,
@@ -360,7 +364,7 @@ async def list_deliveries(
                       wc.ListDeliveries(actor=principal.actor(), webhook_id=webhook_id, status=status, limit=limit))
 
 
-@router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver", tags=["webhooks"])
+@router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver", tags=["webhooks"], response_model=m.DeliveryView)
 async def redeliver(webhook_id: WebhookId, event_id: EventId, request: Request,
                     principal: Principal = caller(*ADMINS)) -> Any:
     """Send the event again now; a webhook marked failing resumes."""

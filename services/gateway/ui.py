@@ -1,13 +1,18 @@
 """The review web page at /ui: server-rendered, autoescaped, usable without JavaScript.
 
-Sign-in stores the reviewer's bearer token in an HttpOnly, SameSite=Strict cookie scoped to /ui;
-every form carries a CSRF token derived from it, which a page on another origin cannot compute.
+Signing in opens a stored session (services/gateway/sessions.py) whose random id is the HttpOnly,
+SameSite=Strict cookie scoped to /ui; the bearer token never goes back to the browser. Every form carries
+a CSRF token derived from that id, which a page on another origin cannot compute; the sign-in form itself
+carries one derived from a pre-session cookie, and a sign-in posted from a foreign Origin is refused.
+Bidirectional control characters in any text shown are replaced by visible escapes, so agent text
+cannot reorder what a reviewer reads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlencode, urlsplit
@@ -16,11 +21,13 @@ import pydantic
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from services.gateway.argument_map import CaseGraph, render_svg
 from services.gateway.auth import Principal
 from services.gateway.errors import invalid_argument
 from services.gateway.http_api import CaseId
+from services.gateway.sessions import SESSION_LIFETIME
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
@@ -28,13 +35,29 @@ from shared.subjects import Command
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 COOKIE = "threadline_session"
+SIGNIN_COOKIE = "threadline_signin"  # the pre-session the sign-in form's CSRF token is bound to
 REVIEW_ROLES = ("reviewer", "admin")
+
+# Characters that reorder the text around them (embeddings, overrides, isolates, marks).
+BIDI_CONTROLS = {ch: f"[U+{ord(ch):04X}]" for ch in
+                 "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"}
+_BIDI_TABLE = str.maketrans(BIDI_CONTROLS)
+
+
+def visible_bidi(value: object) -> object:
+    """Every value a template prints, with bidirectional controls shown as visible escapes ([U+202E])."""
+    if not isinstance(value, str):
+        return value
+    shown = value.translate(_BIDI_TABLE)
+    return Markup(shown) if isinstance(value, Markup) else shown
+
 
 templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=visible_bidi,
 )
 templates.filters["short"] = lambda value, n=8: str(value)[:n]
 templates.filters["when"] = lambda value: str(value or "")[:19].replace("T", " ")
@@ -56,8 +79,8 @@ def ordered_fields(record: dict[str, Any]) -> list[tuple[str, Any]]:
 templates.filters["ordered"] = ordered_fields
 
 
-def csrf_token(session_token: str) -> str:
-    return hashlib.sha256(b"threadline-csrf:" + session_token.encode()).hexdigest()[:32]
+def csrf_token(session_id: str) -> str:
+    return hashlib.sha256(b"threadline-csrf:" + session_id.encode()).hexdigest()[:32]
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -76,14 +99,11 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
 
 
 async def signed_in(request: Request) -> Principal | None:
-    token = request.cookies.get(COOKIE)
-    if not token:
+    session_id = request.cookies.get(COOKIE)
+    if not session_id:
         return None
-    try:
-        principal = await request.app.state.gateway.tokens.authenticate(f"Bearer {token}")
-    except Unauthenticated:
-        return None
-    if principal.role not in REVIEW_ROLES:
+    principal = await request.app.state.gateway.sessions.principal(session_id)
+    if principal is None or principal.role not in REVIEW_ROLES:
         return None
     request.state.principal = principal
     return principal
@@ -159,33 +179,61 @@ def failure(request: Request, error: ThreadlineError) -> HTMLResponse:
 # --- sign-in ----------------------------------------------------------------------------------------
 
 
+def _signin_form(request: Request, *, next: str, problem: str | None, status: int = 200) -> HTMLResponse:
+    """The sign-in form, bound to this browser's pre-session (made here when it has none)."""
+    presession = request.cookies.get(SIGNIN_COOKIE) or secrets.token_urlsafe(32)
+    response = render(request, "signin.html", status=status, next=next, problem=problem,
+                      signin_csrf=csrf_token(presession))
+    response.set_cookie(SIGNIN_COOKIE, presession, httponly=True, samesite="strict", path="/ui",
+                        secure=request.url.scheme == "https", max_age=3600)
+    return response
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether the request came from a page of this site: an Origin, when sent, naming this very host."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True  # not sent by every browser on a same-origin POST; the form's token still has to match
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
+
+
 @router.get("/signin")
 async def signin_page(request: Request, next: str = "/ui") -> Response:
-    return render(request, "signin.html", next=safe_next(next), problem=None)
+    return _signin_form(request, next=safe_next(next), problem=None)
 
 
 @router.post("/signin")
 async def signin(request: Request) -> Response:
     form = await request.form()
-    token = str(form.get("token", "")).strip()
     target = safe_next(str(form.get("next", "/ui")))
+    presession = request.cookies.get(SIGNIN_COOKIE, "")
+    if not _same_origin(request) or not presession or not hmac.compare_digest(
+            str(form.get("csrf", "")), csrf_token(presession)):
+        # Login CSRF: a foreign page must not sign this browser in, even with a valid token of its own.
+        return _signin_form(request, status=403, next=target,
+                            problem="The sign-in form expired or came from another site. Sign in again here.")
+    token = str(form.get("token", "")).strip()
     try:
         principal = await request.app.state.gateway.tokens.authenticate(f"Bearer {token}")
     except Unauthenticated:
-        return render(request, "signin.html", status=401, next=target, problem="That token is not valid.")
+        return _signin_form(request, status=401, next=target, problem="That token is not valid.")
     if principal.role not in REVIEW_ROLES:
-        return render(request, "signin.html", status=403, next=target,
-                      problem=f"{principal.role.capitalize()} tokens cannot review. Sign in with a reviewer or "
-                              "admin token.")
+        return _signin_form(request, status=403, next=target,
+                            problem=f"{principal.role.capitalize()} tokens cannot review. Sign in with a reviewer "
+                                    "or admin token.")
+    session_id = await request.app.state.gateway.sessions.open(principal)
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui",
-                        secure=request.url.scheme == "https", max_age=12 * 3600)
+    response.set_cookie(COOKIE, session_id, httponly=True, samesite="strict", path="/ui",
+                        secure=request.url.scheme == "https", max_age=int(SESSION_LIFETIME.total_seconds()))
+    response.delete_cookie(SIGNIN_COOKIE, path="/ui")
     return response
 
 
 @router.post("/signout")
 async def signout(request: Request) -> Response:
     await form_of(request)
+    await request.app.state.gateway.sessions.close(request.cookies.get(COOKIE, ""))
     response = RedirectResponse("/ui/signin", status_code=303)
     response.delete_cookie(COOKIE, path="/ui")
     return response
@@ -255,9 +303,15 @@ async def proposal_page(request: Request, proposal_id: str, principal: Principal
 async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
                     problem: ThreadlineError | None, draft: str = "") -> Response:
     proposal = await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
-    status = status_of(problem) if problem else 200
-    return render(request, "proposal.html", status=status, proposal=proposal, outcome=outcome, problem=problem,
-                  draft=draft)
+    return _decidable(request, "proposal.html", outcome, problem, draft, proposal=proposal)
+
+
+def _decidable(request: Request, template: str, outcome: Any, problem: ThreadlineError | None, draft: str,
+               **record: Any) -> Response:
+    """A page a reviewer decides on: the record, what the last decision did, or why it was refused (with
+    the note they wrote kept in the form)."""
+    return render(request, template, status=status_of(problem) if problem else 200, outcome=outcome,
+                  problem=problem, draft=draft, **record)
 
 
 @router.post("/proposals/{proposal_id}/decide")
@@ -313,8 +367,7 @@ async def delta_page(request: Request, operation_id: str, principal: Principal =
 async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
                  problem: ThreadlineError | None, draft: str = "") -> Response:
     delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
-    status = status_of(problem) if problem else 200
-    return render(request, "delta.html", status=status, delta=delta, outcome=outcome, problem=problem, draft=draft)
+    return _decidable(request, "delta.html", outcome, problem, draft, delta=delta)
 
 
 @router.post("/deltas/{operation_id}/decide")

@@ -132,17 +132,9 @@ async def _with_items(connection: AsyncConnection, rows: Sequence[Any]) -> list[
         return []
     by_proposal: dict[str, list[StoredItem]] = {row.proposal_id: [] for row in rows}
     for item in await connection.execute(_items_query(list(by_proposal))):
-        by_proposal[item.proposal_id].append(
-            StoredItem(
-                item_id=item.item_id,
-                position=item.position,
-                payload=item.payload,
-                outcome=item.outcome,
-                decision_id=item.decision_id,
-                decided_by=item.reviewer,
-                decided_at=item.decided_at,
-            )
-        )
+        by_proposal[item.proposal_id].append(StoredItem(
+            item_id=item.item_id, position=item.position, payload=item.payload, outcome=item.outcome,
+            decision_id=item.decision_id, decided_by=item.reviewer, decided_at=item.decided_at))
     return [_proposal(row, by_proposal[row.proposal_id]) for row in rows]
 
 

@@ -301,6 +301,16 @@ api_tokens = Table(  # writer: gateway (and `threadline token create`, which run
     CheckConstraint("role IN ('agent', 'reviewer', 'admin', 'subscriber')", name="role_known"),
 )
 
+ui_sessions = Table(  # writer: gateway — reviewers' signed-in browsers; the cookie holds the session id only
+    "ui_sessions",
+    metadata,
+    Column("session_hash", LargeBinary, primary_key=True),
+    Column("token_id", UUID(as_uuid=False), ForeignKey("api_tokens.token_id"), nullable=False),
+    _now(),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
 agents = Table(  # writer: gateway — operators' assignment of an agent to a case
     "agents",
     metadata,

@@ -185,7 +185,7 @@ def validate_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> None:
     patterns and format checks); only a call it refuses goes through the validator that names each fault,
     which has the last word.
     """
-    if tool.fast_check(arguments) and not _holds_nul(arguments):
+    if not _too_wide(tool.input_schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
         return
     found = p.bounded(_oversized(tool.input_schema, arguments, ()))
     if not found:  # within its sizes, the call is checked whole
@@ -202,10 +202,24 @@ def _unique(found: list[Problem]) -> list[Problem]:
     return [x for x in found if (x.field, x.message) not in seen and not seen.add((x.field, x.message))]
 
 
+def _too_wide(schema: dict[str, Any], arguments: Any) -> bool:
+    """Whether the call has far more fields than any shape of the tool lists: refused by count alone."""
+    shapes = [schema, *(b for b in schema.get("anyOf", []) if isinstance(b, dict))]
+    return isinstance(arguments, dict) and len(arguments) > MAX_PROBLEMS + max(len(s.get("properties", {}))
+                                                                             for s in shapes)
+
+
+def _unaccepted(schema: dict[str, Any], value: dict[str, Any]) -> int:
+    """How many properties of `value` a closed object schema does not list (0 for an open one)."""
+    if schema.get("additionalProperties") is not False or schema.get("patternProperties"):
+        return 0
+    return len(value) - sum(1 for key in schema.get("properties", {}) if key in value)
+
+
 def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator[Problem]:
-    """Arrays and strings longer than the schema allows, found by their length alone (no item is read
-    below an oversized array). Only the shapes a call must have are followed: properties, items, and the
-    `anyOf` branch a `mode` names."""
+    """Arrays and strings longer than the schema allows, and closed objects with more unaccepted properties
+    than a refusal names, found by their size alone (nothing is read below them). Only the shapes a call
+    must have are followed: properties, items, and the `anyOf` branch a `mode` names."""
     if not isinstance(schema, dict):
         return
     where = _format_path(path) or "(arguments)"
@@ -221,6 +235,10 @@ def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator
             yield from _oversized(schema.get("items"), item, (*path, index))
     elif isinstance(value, dict):
         properties = schema.get("properties", {})
+        if (unaccepted := _unaccepted(schema, value)) > MAX_PROBLEMS:  # more than a refusal could name one by one
+            yield Problem(where, f"has {unaccepted} properties the tool does not accept here",
+                          f"send only the properties it lists: {', '.join(properties)}")
+            return
         for key, item in value.items():
             if key in properties:
                 yield from _oversized(properties[key], item, (*path, key))

@@ -55,18 +55,23 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     assert after == live
 
 
+def json_lines(output: str) -> list[dict]:
+    # Lines end at "\n" only: an event's text may hold U+2028 or U+001D, which str.splitlines() also splits on.
+    return [json.loads(line) for line in output.split("\n") if line]
+
+
 async def test_tail_from_start_sees_every_event_and_a_resumed_tail_only_the_rest(stack):
     await some_traffic(stack)
     await wait_until_published(stack.db)
     everything = await stream_events(stack.settings)
     replay = await asyncio.to_thread(run, stack, "events", "tail", "--from-start", "--format", "json",
                                      "--count", str(len(everything)), "--idle-exit", "5")
-    lines = [json.loads(line) for line in replay.stdout.splitlines()]
+    lines = json_lines(replay.stdout)
     assert [line["event"]["id"] for line in lines] == [e["id"] for e in everything]
     middle = lines[len(lines) // 2]["streamSequence"]
     resumed = await asyncio.to_thread(run, stack, "events", "tail", "--from-seq", str(middle + 1), "--format", "json",
                                       "--idle-exit", "2")
-    rest = [json.loads(line) for line in resumed.stdout.splitlines()]
+    rest = json_lines(resumed.stdout)
     assert [r["streamSequence"] for r in rest] == [e["seq"] for e in everything if e["seq"] > middle]
     readable = await asyncio.to_thread(run, stack, "events", "tail", "--from-start", "--format", "line", "--count", "1")
     assert re.match(r"^#\d+ \S+ threadline\.\S+", readable.stdout)

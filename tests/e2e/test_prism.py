@@ -21,19 +21,19 @@ from shared.spec import SPEC_DIR, SPEC_FILES
 from shared.spec.tools import TITLES
 from shared.subjects import Command
 from tests.events import stream_events, wait_until_published
-from tests.factories import new_company, preview_args, previewed_and_committed, unique
+from tests.factories import new_company, preview_args, previewed_and_committed, ui_sign_in, unframed, unique
 
 
 async def context(mcp, **args):
     result = await mcp.call_tool("get_company_context", args)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return unframed(result.structured_content)
 
 
 async def call_ok(mcp, tool, args):
     result = await mcp.call_tool(tool, args)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return unframed(result.structured_content)
 
 
 async def call_refused(mcp, tool, args):
@@ -378,7 +378,7 @@ async def test_reviewers_decide_deltas_on_the_web_page(stack):
         preview = await previewed_and_committed(mcp, preview_args(
             company, unique(), summary="<script>alert(1)</script> growth"))
     async with stack.api() as http:
-        http.cookies.set(COOKIE, stack.tokens["reviewer"], path="/ui")
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
         listed = await http.get("/ui/companies")
         assert company["ticker"] in listed.text
         page = await http.get(f"/ui/deltas/{preview['operationId']}")
@@ -387,7 +387,7 @@ async def test_reviewers_decide_deltas_on_the_web_page(stack):
         assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;" in page.text
         decided = await http.post(f"/ui/deltas/{preview['operationId']}/decide",
                                   data={"decision": "accept", "note": "ok",
-                                        "csrf": csrf_token(stack.tokens["reviewer"])})
+                                        "csrf": csrf_token(http.cookies[COOKIE])})
         assert decided.status_code == 200 and "the thesis is now at revision 4" in decided.text
 
 

@@ -24,6 +24,7 @@ from tests.factories import (
     previewed_and_committed,
     seed,
     source_item,
+    ui_sign_in,
     unique,
 )
 from tests.support import Stack, new_deployment, remove_deployment
@@ -110,8 +111,7 @@ async def test_the_ui_refuses_agents_and_forged_forms(stack, browser):
     await page.click("button[type=submit]")
     assert "Agent tokens cannot review" in await page.content()
     await page.close()
-    async with stack.api("reviewer") as api:
-        api.cookies.set("threadline_session", stack.tokens["reviewer"], path="/ui")
+    async with signed_in(stack) as api:
         forged = await api.post("/ui/proposals/00000000-0000-4000-8000-000000000000/decide",
                                 data={"item:x": "accept", "csrf": "guessed"})
         assert forged.status_code == 403
@@ -138,10 +138,11 @@ async def test_reviewers_write_case_guidance_on_the_case_page(stack, browser):
 
 @asynccontextmanager
 async def signed_in(stack, role: str = "reviewer"):
-    """An HTTP client holding a reviewer's session cookie, as the browser would after signing in."""
+    """An HTTP client signed in as a browser would be (a reviewer's session cookie; none for other roles)."""
     async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
-        http.cookies.set(COOKIE, stack.tokens[role], path="/ui")
-        http.csrf = csrf_token(stack.tokens[role])
+        signed = await ui_sign_in(http, stack.tokens[role])
+        assert signed.status_code == (303 if role in ("reviewer", "admin") else 403)  # an agent gets no session
+        http.csrf = csrf_token(http.cookies.get(COOKIE, ""))
         yield http
 
 
@@ -281,10 +282,9 @@ async def test_signing_in_goes_only_to_pages_of_the_ui(stack):
         for target in ("https://evil.example/ui", "//evil.example/ui", "/ui\\..\\..\\evil", "/ui/%2e%2e/x", "/uiother"):
             form = await http.get("/ui/signin", params={"next": target})
             assert 'name="next" value="/ui"' in form.text, target
-            signed = await http.post("/ui/signin", data={"token": stack.tokens["reviewer"], "next": target})
+            signed = await ui_sign_in(http, stack.tokens["reviewer"], next=target)
             assert signed.status_code == 303 and signed.headers["location"] == "/ui", target
-        kept = await http.post("/ui/signin", data={"token": stack.tokens["reviewer"],
-                                                   "next": "/ui/cases/x/history?before=3"})
+        kept = await ui_sign_in(http, stack.tokens["reviewer"], next="/ui/cases/x/history?before=3")
         assert kept.headers["location"] == "/ui/cases/x/history?before=3"
         http.cookies.clear()
         # A signed-out form post comes back to its page, not to the action (which only takes POSTs).

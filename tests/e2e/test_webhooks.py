@@ -11,7 +11,7 @@ from pathlib import Path
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from tests.events import wait_until_published
-from tests.factories import agent_session, source_item
+from tests.factories import agent_session, source_item, ui_sign_in
 from tests.receivers import Receiver
 from tests.webhooks import case_events, deliveries, read_feed, register, wait_until_delivered
 
@@ -159,9 +159,7 @@ async def test_the_cli_and_the_admin_pages_list_webhooks_and_deliveries_and_rede
 
         for role, status in (("admin", 200), ("reviewer", 403)):
             async with stack.api(role) as ui:
-                signed_in = await ui.post("/ui/signin", data={"token": stack.tokens[role], "next": "/ui"})
-                assert signed_in.status_code == 303
-                ui.cookies = signed_in.cookies
+                assert (await ui_sign_in(ui, stack.tokens[role])).status_code == 303
                 page = await ui.get("/ui/webhooks")
                 assert page.status_code == status
                 if status == 200:

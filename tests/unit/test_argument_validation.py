@@ -210,3 +210,28 @@ def test_the_service_contracts_take_only_ascii_digits_in_dates_and_refuse_nul():
                          ("evidenceText", "a\x00b")):
         with pytest.raises(pydantic.ValidationError):
             RecordedSource.model_validate({**source, field: value})
+
+
+def _inspect_refusal(arguments: dict[str, Any]) -> ArgumentError:
+    tool = next(t for t in all_tools() if t.name == "inspect_sources")
+    with pytest.raises(ArgumentError) as refused:
+        validate_arguments(tool, arguments)
+    return refused.value
+
+
+def test_a_few_unknown_fields_are_each_named_and_a_flood_of_them_is_refused_by_its_count():
+    few = _inspect_refusal({"expectedCaseId": "c", "sourceIds": ["a"], "x1": 1, "x2": 2})
+    assert sorted(p.field for p in few.problems) == ["x1", "x2"]
+    flood = _inspect_refusal({"expectedCaseId": "c", "sourceIds": ["a"], **{f"x{i}": i for i in range(5000)}})
+    assert len(flood.problems) == 1 and flood.field == "(arguments)"
+    assert "5000 properties" in flood.message and "expectedCaseId, sourceIds" in flood.hint
+
+
+def test_a_list_sent_to_the_api_is_refused_by_its_length_before_any_item_is_read():
+    from shared.contracts import bounded_list
+
+    adapter = pydantic.TypeAdapter(bounded_list(int, 3))
+    assert adapter.validate_python([1, 2, 3]) == [1, 2, 3]
+    with pytest.raises(pydantic.ValidationError) as refused:
+        adapter.validate_python(["not a number"] * 10)  # the items are never looked at
+    assert [e["type"] for e in refused.value.errors()] == ["too_long"]

@@ -4,7 +4,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision, down_revision = '0006', '0004'
+revision, down_revision = '0006', '0005'
 
 
 def upgrade() -> None:

@@ -1,0 +1,113 @@
+"""Hostile HTTP input: every refusal in the error envelope, bodies bounded, strict types, labels from closed sets."""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx2
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from services.gateway.limits import MAX_BODY_BYTES
+from tests.factories import agent_session, source_item
+
+TEN_MB = 10 * 1024 * 1024
+
+
+def envelope(response: httpx2.Response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert {"code", "message"} <= set(body["error"]), body
+    return body["error"]
+
+
+async def test_a_10_mb_body_is_refused_with_413_in_the_envelope_by_length_and_by_bytes_read(stack):
+    async with stack.api("admin") as api:
+        declared = await api.post("/api/v1/cases", content=b"{" + b" " * TEN_MB + b"}",
+                                  headers={"Content-Type": "application/json"})
+        assert declared.status_code == 413
+        assert envelope(declared)["code"] == "payload_too_large"
+        assert f"larger than {MAX_BODY_BYTES} bytes" in envelope(declared)["message"]
+
+        async def chunks():  # no Content-Length: only the bytes read can tell
+            for _ in range(10):
+                yield b" " * (1024 * 1024)
+
+        streamed = await api.post("/api/v1/cases", content=chunks(), headers={"Content-Type": "application/json"})
+        assert streamed.status_code == 413
+        assert envelope(streamed)["code"] == "payload_too_large"
+
+
+async def test_routing_and_parsing_refusals_answer_in_the_envelope(stack):
+    async with stack.api("admin") as api:
+        missing = await api.get("/api/v1/no-such-thing")
+        assert missing.status_code == 404 and envelope(missing)["code"] == "not_found"
+        wrong_method = await api.patch("/api/v1/cases")
+        assert wrong_method.status_code == 405 and envelope(wrong_method)["code"] == "method_not_allowed"
+        assert set(wrong_method.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST"}
+        truncated = await api.post("/api/v1/cases", content=b'{"caseId": "a", "title": "t',
+                                   headers={"Content-Type": "application/json"})
+        assert truncated.status_code == 400
+        error = envelope(truncated)
+        assert error["code"] == "malformed_request" and error["field"] == "(body)" and "character" in error["message"]
+        form = await api.post("/api/v1/cases", content=b"caseId=a", headers={"Content-Type": "application/json"})
+        assert form.status_code == 400 and envelope(form)["code"] == "malformed_request"
+
+
+async def test_expected_revision_true_is_refused_naming_the_field_and_nothing_is_decided(stack):
+    async with agent_session(stack) as agent:
+        staged = await agent.stage("stage_sources", sources=[source_item("strict-one")])
+        async with stack.api() as api:
+            for wrong in (True, "0", 0.0):
+                sent = await api.post(f"/api/v1/proposals/{staged['proposalId']}/decisions",
+                                      json={"accept": ["strict-one"], "expectedRevision": wrong})
+                assert sent.status_code == 422, (wrong, sent.text)
+                error = envelope(sent)
+                assert error["field"] == "expectedRevision", error
+            proposal = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
+        assert proposal["status"] == "pending" and not proposal["decisions"]
+
+
+async def test_a_401_carries_one_correlation_id(stack):
+    async with httpx2.AsyncClient(base_url=stack.http_url) as http:
+        for path in ("/api/v1/cases", "/mcp"):
+            refused = await http.post(path, json={}, headers={"X-Correlation-Id": "hostile-check-1"})
+            assert refused.status_code == 401
+            assert refused.headers.get_list("x-correlation-id") == ["hostile-check-1"], path
+
+
+GATEWAY_FAMILIES = ("threadline_http_requests", "threadline_tool_call")
+
+
+def series(exposition: str) -> set[str]:
+    return {line.rsplit(" ", 1)[0] for line in exposition.splitlines() if line and not line.startswith("#")}
+
+
+async def test_random_paths_methods_and_tool_names_add_no_metric_series(stack):
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http, stack.agent() as mcp:
+        async def burst(paths: int, methods: int, tools: int) -> None:
+            for _ in range(paths):
+                await http.get(f"/card-{secrets.token_hex(6)}")
+            for _ in range(methods):
+                await http.request(f"X{secrets.token_hex(3).upper()}", "/api/v1/cases")
+            for _ in range(tools):
+                with pytest.raises(MCPError):
+                    await mcp.call_tool(f"tool_{secrets.token_hex(4)}", {})
+
+        await burst(1, 1, 1)  # the `other` series, and /metrics' own, exist from here on
+        await http.get("/metrics")
+        before = series((await http.get("/metrics")).text)
+        await burst(2000, 500, 500)
+        after = series((await http.get("/metrics")).text)
+    # The gateway's own families: background work of other tests may add series of known labels elsewhere.
+    added = {s for s in after - before if s.startswith(GATEWAY_FAMILIES)}
+    assert not added, sorted(added)[:20]
+    assert not any("card-" in s or 'tool="tool_' in s for s in after)
+
+
+async def test_a_webhook_url_whose_host_no_resolver_can_be_asked_about_is_refused_naming_it(stack):
+    async with stack.api("admin") as api:
+        for url in ("https://\u00b4\u009c/hook", "https://exa mple.org/hook", "https://"):
+            refused = await api.post("/api/v1/webhooks", json={"url": url})
+            assert refused.status_code == 422, (url, refused.text)
+            assert envelope(refused)["field"] == "url"
