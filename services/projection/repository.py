@@ -53,8 +53,6 @@ class SqlReads:
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
 
-
-
     async def lock_case_shared(self, case_id: str) -> None:
         await lock_case_shared(self.connection, case_id)
 
@@ -62,20 +60,16 @@ class SqlReads:
         row = await self.connection.execute(select(agents.c.assigned_case_id).where(agents.c.name == agent_name))
         return row.scalar_one_or_none()
 
-
     async def only_case(self) -> str | None:
         rows = (await self.connection.execute(select(cases.c.case_id).limit(2))).scalars().all()
         return rows[0] if len(rows) == 1 else None
 
-
     async def case_row(self, case_id: str) -> Any:
         return (await self.connection.execute(select(cases).where(cases.c.case_id == case_id))).first()
-
 
     async def focus_of(self, case_id: str) -> str:
         row = await self.connection.execute(select(case_focus.c.focus).where(case_focus.c.case_id == case_id))
         return row.scalar_one_or_none() or "all"
-
 
     async def set_focus(self, case_id: str, focus: str, agent: str) -> str:
         """Store the focus; return the previous one."""
@@ -91,7 +85,6 @@ class SqlReads:
             )
         )
         return before
-
 
     async def snapshot(self, case_id: str, revision: int) -> LedgerSnapshot:
         """The records active at `revision` (a later commit changes nothing of what this returns)."""
@@ -159,7 +152,6 @@ class SqlReads:
             health={r.claim_id: (r.health, r.lost) for r in rating_rows},
         )
 
-
     # --- what applying one ledger change reads of the ledger (ids the change names, at its revision) -----
 
     async def changes_since(self, case_id: str, after: int, upto: int) -> list[tuple[int, dict[str, Any]]]:
@@ -170,13 +162,11 @@ class SqlReads:
             .order_by(change_log.c.revision))
         return [(r.revision, r.changes) for r in rows]
 
-
     async def relations_by_id(self, case_id: str, relation_ids: Sequence[str]) -> list[RelationView]:
         rows = await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, relations.c.relation_id.in_(relation_ids)))
         return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
                 for r in rows]
-
 
     async def relations_into(self, case_id: str, claim_ids: Sequence[str], revision: int,
                              types: Sequence[str] | None = None) -> list[RelationView]:
@@ -187,12 +177,10 @@ class SqlReads:
         return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
                 for r in rows]
 
-
     async def claims_citing(self, case_id: str, source_ids: Sequence[str]) -> list[str]:
         rows = await self.connection.execute(select(claim_sources.c.claim_id).where(
             claim_sources.c.case_id == case_id, claim_sources.c.source_id.in_(source_ids)))
         return [r.claim_id for r in rows]
-
 
     async def verdict(self, case_id: str, claim_id: str, revision: int) -> LedgerSnapshot | None:
         """The case's verdict, its bases and their claims, and the active sources those cite, at `revision`."""
@@ -209,7 +197,6 @@ class SqlReads:
                               source_types={r.source_id: r.type for r in source_rows},
                               publishers={r.source_id: r.publisher for r in source_rows})
 
-
     async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str], revision: int) -> list[ClaimView]:
         """These claims, those of them active at `revision`."""
         cited = await self.connection.execute(
@@ -225,7 +212,6 @@ class SqlReads:
         return [ClaimView(r.claim_id, r.text, r.kind, r.confidence, r.lane, r.display_order,
                           tuple(source_ids.get(r.claim_id, ())), r.revision) for r in rows]
 
-
     async def pending_proposals(self, case_id: str) -> list[dict[str, Any]]:
         """Proposals with at least one undecided item, oldest first (only this case's items are read)."""
         undecided = (
@@ -239,7 +225,6 @@ class SqlReads:
             .order_by(proposals.c.created_at)
         )
         return [dict(r) for r in rows.mappings()]
-
 
     async def proposal_items_status(self, proposal_ids: list[str]) -> dict[str, list[dict]]:
         if not proposal_ids:
@@ -255,7 +240,6 @@ class SqlReads:
             items.setdefault(r.proposal_id, []).append({"itemId": r.item_id, "status": r.outcome or "pending"})
         return items
 
-
     async def agent_recent_proposals(
         self, case_id: str, agent_name: str, limit: int
     ) -> list[dict[str, Any]]:
@@ -266,7 +250,6 @@ class SqlReads:
             .limit(limit)
         )
         return [dict(r) for r in rows.mappings()]
-
 
     async def source_list(self, case_id: str) -> list[dict[str, Any]]:
         derived = (
@@ -296,13 +279,11 @@ class SqlReads:
         )
         return [dict(r) for r in rows.mappings()]
 
-
     async def sources_by_id(self, case_id: str, source_ids: list[str]) -> dict[str, dict]:
         rows = await self.connection.execute(
             select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(source_ids))
         )
         return {r["source_id"]: dict(r) for r in rows.mappings()}
-
 
     async def derived_claims(
         self, case_id: str, source_ids: list[str], cap: int
@@ -335,14 +316,12 @@ class SqlReads:
             found[r.source_id] = (listed, total)
         return {sid: (listed, total - len(listed)) for sid, (listed, total) in found.items()}
 
-
     async def pending_by_kind(self, case_id: str) -> dict[str, int]:
         found = await self.pending_proposals(case_id)
         by_kind: dict[str, int] = {}
         for proposal in found:
             by_kind[proposal["kind"]] = by_kind.get(proposal["kind"], 0) + 1
         return dict(sorted(by_kind.items()))
-
 
     async def guidance(self, case_id: str, limit: int) -> list[dict[str, Any]]:
         """Reviewers' decision notes and case guidance, newest first: the first `limit` of them."""
@@ -388,14 +367,12 @@ class SqlReads:
             entry["at"] = entry["at"].isoformat()
         return entries[:limit]
 
-
     async def guidance_total(self, case_id: str) -> int:
         notes = await self.connection.execute(
             select(func.count()).select_from(decisions).where(decisions.c.case_id == case_id, _noted))
         written = await self.connection.execute(
             select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id))
         return notes.scalar_one() + written.scalar_one()
-
 
     async def provenance_of_claims(self, case_id: str) -> dict[str, dict[str, Any]]:
         rows = await self.connection.execute(
@@ -408,14 +385,12 @@ class SqlReads:
             for r in rows
         }
 
-
     async def group_list(self, case_id: str) -> list[dict[str, Any]]:
         rows = await self.connection.execute(
             select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
             .order_by(merge_groups.c.revision, merge_groups.c.group_id)
         )
         return [dict(r) for r in rows.mappings()]
-
 
     # --- the projection's inbox ---------------------------------------------------------------------------
 
@@ -428,7 +403,6 @@ class SqlReads:
             .returning(projection_inbox.c.event_id)
         )
         return row.scalar_one_or_none() is not None
-
 
     async def case_ids(self) -> list[str]:
         return list((await self.connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())

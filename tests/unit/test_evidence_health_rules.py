@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from services.projection import domain
+from collections import Counter
+
+from services.projection import domain, view_rows
 from services.projection import health as read_health
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from shared.health import Basis, Rating, independent_origins, rerate
@@ -79,3 +81,22 @@ def test_unresolved_lists_the_weakened_verdict_and_each_unsupported_claim_with_w
     assert items[0]["detail"].endswith("claim lonely, source gone") and items[1]["detail"].endswith("gone")
     assert ("claim_unsupported", "lonely") in {(i["type"], i.get("claimId")) for i in domain.unresolved(
         snapshot_with_ratings())}
+
+
+def test_the_rows_of_a_rebuilt_view_hold_the_ratings_in_the_order_and_counts_the_read_rules_give():
+    snapshot = snapshot_with_ratings()
+    rows = view_rows.case_rows(snapshot)
+    ordered = sorted(rows.unresolved, key=lambda u: (u.band, u.claim_revision, u.claim_id, u.position))
+    assert [u.item for u in ordered] == domain.unresolved(snapshot)
+    assert {r.claim_id: r.health for r in rows.claims} == {"lonely": "unsupported", "firm": "supported",
+                                                           "v": "weakened"}
+    assert rows.origins == {"agency": 2} and rows.counts["sources.origins"] == 1
+    health = view_rows.evidence_health(rows.counts, True, ["lonely"], "weakened")
+    assert health == domain.evidence_health(snapshot)
+
+
+def test_a_rating_a_change_carries_replaces_the_rows_rating_and_moves_the_unsupported_counter():
+    row = view_rows.ClaimRow("c", "observation", "supported", None, None, 1, ("s1",), strong=True, unit="c")
+    rated = row.rerated("unsupported", [{"record": "source", "id": "s1"}])
+    assert view_rows.moved([row.counts()], [rated.counts()]) == Counter({"claims.unsupported": 1})
+    assert [(u.band, u.item["type"]) for u in view_rows.claim_unresolved(rated)] == [(1, "claim_unsupported")]
