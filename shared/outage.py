@@ -23,6 +23,9 @@ _DATABASE_GONE = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.ConnectionFailureError,
     asyncpg.exceptions.InterfaceError,  # includes "connection is closed"
+    # A pooled connection that a server's death left mid-operation ("another operation is in progress");
+    # it is closed when released (Database.release), so a retry gets a fresh one.
+    asyncpg.exceptions.InternalClientError,
 )
 _NATS_GONE = (
     nats.errors.ConnectionClosedError,

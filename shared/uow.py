@@ -34,6 +34,7 @@ class UnitOfWork(ABC):
         self.origin = origin
         self.events: list[Event] = []
         self.committed_events: list[Event] = []  # what its commits stored, for the relay's wake-up
+        self.failure: BaseException | None = None
         self._committed = False
 
     def now(self) -> datetime:
@@ -49,11 +50,13 @@ class UnitOfWork(ABC):
     async def __aenter__(self) -> UnitOfWork:
         self.events = []
         self._committed = False
+        self.failure = None
         await self._begin()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         if not self._committed:
+            self.failure = exc[1]  # what ended the block early, if anything: a store may need to know
             await self._rollback()
 
     async def commit(self) -> Any:

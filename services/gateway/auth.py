@@ -79,9 +79,10 @@ class TokenStore:
         else:
             try:
                 # One prepared statement on the plain pool: every agent call that misses the cache pays it.
-                row = await (await self.db.pool()).fetchrow(
-                    "SELECT token_id::text AS token_id, name, role FROM api_tokens "
-                    "WHERE token_hash = $1 AND revoked_at IS NULL", key)
+                async with self.db.connection() as connection:
+                    row = await connection.fetchrow(
+                        "SELECT token_id::text AS token_id, name, role FROM api_tokens "
+                        "WHERE token_hash = $1 AND revoked_at IS NULL", key)
             except Exception as error:
                 if (unavailable := outage(error)) is not None:
                     raise unavailable from error

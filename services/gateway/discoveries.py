@@ -24,18 +24,19 @@ class Discoveries:
         cached = self._cache.get(agent)
         if cached is not None and cached[1] == case_id and time.monotonic() - cached[0] < self.cache_seconds:
             return  # recorded moments ago: repeating get_workspace on one case writes nothing
-        await (await self.db.pool()).execute(
-            "INSERT INTO agent_discoveries (agent_name, case_id, revision) VALUES ($1, $2, $3) "
-            "ON CONFLICT (agent_name) DO UPDATE SET case_id = $2, revision = $3, discovered_at = now()",
-            agent, case_id, revision)
+        async with self.db.connection() as connection:
+            await connection.execute(
+                "INSERT INTO agent_discoveries (agent_name, case_id, revision) VALUES ($1, $2, $3) "
+                "ON CONFLICT (agent_name) DO UPDATE SET case_id = $2, revision = $3, discovered_at = now()",
+                agent, case_id, revision)
         self._remember(agent, case_id)
 
     async def of(self, agent: str) -> str | None:
         cached = self._cache.get(agent)
         if cached is not None and time.monotonic() - cached[0] < self.cache_seconds:
             return cached[1]
-        case_id = await (await self.db.pool()).fetchval(
-            "SELECT case_id FROM agent_discoveries WHERE agent_name = $1", agent)
+        async with self.db.connection() as connection:
+            case_id = await connection.fetchval("SELECT case_id FROM agent_discoveries WHERE agent_name = $1", agent)
         self._remember(agent, case_id)
         return case_id
 

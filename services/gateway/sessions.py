@@ -38,11 +38,12 @@ class UiSessions:
 
     async def principal(self, session_id: str) -> Principal | None:
         """Who a live session belongs to: none once it expired, was closed, or its token was revoked."""
-        row = await (await self.db.pool()).fetchrow(
-            "SELECT t.token_id::text AS token_id, t.name, t.role FROM ui_sessions s "
-            "JOIN api_tokens t ON t.token_id = s.token_id "
-            "WHERE s.session_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now() "
-            "AND t.revoked_at IS NULL", digest(session_id))
+        async with self.db.connection() as connection:
+            row = await connection.fetchrow(
+                "SELECT t.token_id::text AS token_id, t.name, t.role FROM ui_sessions s "
+                "JOIN api_tokens t ON t.token_id = s.token_id "
+                "WHERE s.session_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now() "
+                "AND t.revoked_at IS NULL", digest(session_id))
         return Principal(row["token_id"], row["name"], row["role"]) if row else None
 
     async def close(self, session_id: str) -> None:

@@ -123,15 +123,18 @@ class PgStagingUnitOfWork(StagingUnitOfWork):
     async def _commit(self, events: list[Event]) -> Any:
         assert self.connection is not None
         try:
-            return await self.proposals.write(self.connection, events)
-        finally:
-            await self._release()
+            written = await self.proposals.write(self.connection, events)
+        except BaseException as error:
+            await self._release(error)
+            raise
+        await self._release()
+        return written
 
     async def _rollback(self) -> None:
-        await self._release()
+        await self._release(self.failure)
 
-    async def _release(self) -> None:
+    async def _release(self, error: BaseException | None = None) -> None:
         if self.connection is not None:
             connection, self.connection = self.connection, None
-            await (await self.db.pool()).release(connection)
+            await self.db.release(connection, error)
 

@@ -96,6 +96,25 @@ class Database:
         return self._pool
 
     @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection of the asyncpg pool for a few statements."""
+        connection = await (await self.pool()).acquire()
+        try:
+            yield connection
+        except BaseException as error:
+            await self.release(connection, error)
+            raise
+        await self.release(connection)
+
+    async def release(self, connection: asyncpg.Connection, error: BaseException | None = None) -> None:
+        """Return a connection to the pool — unless `error` may have left it mid-operation (cut off,
+        cancelled mid-statement, confused): with no reset on release, such a connection would fail whoever
+        got it next, so it is closed and the pool opens a fresh one."""
+        if error is not None and isinstance(error, _CLIENT_SIDE):
+            connection.terminate()
+        await (await self.pool()).release(connection)
+
+    @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """A unit of work: commits when the block ends normally, rolls back on any exception."""
         async with self.engine.begin() as connection:
@@ -129,6 +148,11 @@ async def _json_codecs(connection: asyncpg.Connection) -> None:
 
 def _dumps(value: object) -> str:
     return orjson.dumps(value).decode()
+
+
+# Failures on the client side of a connection, after which its protocol state cannot be trusted (a server's
+# own error, asyncpg.PostgresError, leaves the connection as good as before).
+_CLIENT_SIDE = (asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, asyncio.CancelledError, TimeoutError)
 
 
 async def _no_reset(connection: asyncpg.Connection) -> None:
