@@ -50,30 +50,22 @@ def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamC
     )
 
 
+def _durable(name: str, description: str, filter_subject: str) -> ConsumerConfig:
+    """A service's durable pull consumer: every event from the stream's start, each acknowledged
+    explicitly once its effect committed, redelivered until it is (no delivery limit)."""
+    return ConsumerConfig(durable_name=name, description=description, deliver_policy=DeliverPolicy.ALL,
+                          ack_policy=AckPolicy.EXPLICIT, ack_wait=30.0, max_deliver=-1, max_ack_pending=1000,
+                          filter_subject=filter_subject)
+
+
 def projection_consumer_config(settings: Settings) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=PROJECTION_CONSUMER,
-        description="The projection service's read models",
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=30.0,
-        max_deliver=-1,
-        max_ack_pending=1000,
-        filter_subject=Subjects(settings.nats_prefix).case_event("*", PROJECTION_EVENT),
-    )
+    return _durable(PROJECTION_CONSUMER, "The projection service's read models",
+                    Subjects(settings.nats_prefix).case_event("*", PROJECTION_EVENT))
 
 
 def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=WEBHOOKS_CONSUMER,
-        description="The webhooks service: each event becomes deliveries to the matching webhooks",
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=30.0,
-        max_deliver=-1,
-        max_ack_pending=1000,
-        filter_subject=Subjects(settings.nats_prefix).events_wildcard,
-    )
+    return _durable(WEBHOOKS_CONSUMER, "The webhooks service: each event becomes deliveries to the matching webhooks",
+                    Subjects(settings.nats_prefix).events_wildcard)
 
 
 async def provision(js: JetStreamContext, settings: Settings) -> None:

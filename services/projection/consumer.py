@@ -1,10 +1,11 @@
 """The projection's event consumer: the durable `projection` consumer of the event stream.
 
 It is given only the events the read models need (`ledger.changed`: the consumer's subject filter), so
-staging traffic costs it nothing. Explicit acks: an event is acknowledged only after its effect committed; a failure naks it for
-redelivery, with a growing delay; a message that is not a usable event is terminated, not retried. Applying is idempotent (the inbox records each event id in the same transaction), so a
-redelivered or replayed event changes nothing twice. The consumer is provisioned by `migrate`; this
-code binds to it and never redeclares it.
+staging traffic costs it nothing. Explicit acks: an event is acknowledged only after its effect
+committed; a failure naks it for redelivery, with a growing delay; a message that is not a usable event
+is terminated, not retried. Applying is idempotent (the inbox records each event id, and a view skips
+revisions it already shows), so a
+redelivered or replayed event changes nothing twice. It pulls through shared/durable.py.
 """
 
 from __future__ import annotations
@@ -14,23 +15,20 @@ import json
 from typing import Any
 
 import nats
-from nats.errors import TimeoutError as NatsTimeout
-from nats.js.errors import NotFoundError
 from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from services.projection import read_models
 from services.projection.repository import SqlProjectionUnitOfWork
+from shared import durable
 from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
-from shared.nats_auth import nats_options
 from shared.observability import message_span
 from shared.service import Meta, ServiceContext
 from shared.streams import PROJECTION_CONSUMER
 
 log = get_logger(__name__)
 
-BATCH = 64
 RETRY_DELAY_SECONDS = 2.0
 MAX_RETRY_DELAY_SECONDS = 60.0
 LAG_CHECK_SECONDS = 5.0
@@ -41,40 +39,21 @@ PROJECTION_LAG = Gauge("threadline_projection_lag_events",
 
 async def consume(ctx: ServiceContext) -> None:
     """Background job of the projection service."""
-    options = nats_options(ctx.settings, ctx.service.value, name="threadline-projection-consumer")
-    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
-    try:
-        js = connection.jetstream()
-        while True:
-            try:
-                subscription = await js.pull_subscribe_bind(PROJECTION_CONSUMER, stream=ctx.settings.stream_name)
-                break
-            except NotFoundError:
-                log.error("projection_consumer_missing", stream=ctx.settings.stream_name,
-                          hint="run `threadline migrate` to provision the stream and its consumers")
-                await asyncio.sleep(5)
-        log.info("projection_consumer_started", stream=ctx.settings.stream_name)
-        lag_checked = 0.0
-        while True:
-            try:
-                messages = await subscription.fetch(BATCH, timeout=1.0)
-            except (TimeoutError, NatsTimeout):
-                if asyncio.get_running_loop().time() - lag_checked > LAG_CHECK_SECONDS:
-                    lag_checked = asyncio.get_running_loop().time()
-                    await _observe_lag(subscription)
-                continue
-            except nats.errors.ConnectionClosedError:
-                return  # closed by shutdown: nothing more will arrive
-            except nats.errors.Error as error:
-                log.warning("projection_fetch_failed", error=repr(error))
-                await asyncio.sleep(RETRY_DELAY_SECONDS)
-                continue
-            for message in messages:
-                await _handle(ctx, message)
-            if messages:
-                PROJECTION_LAG.set(messages[-1].metadata.num_pending)
-    finally:
-        await connection.close()
+    lag_checked = 0.0
+
+    async def apply(js: Any, messages: list[Any]) -> None:
+        for message in messages:
+            await _handle(ctx, message)
+        if messages:
+            PROJECTION_LAG.set(messages[-1].metadata.num_pending)
+
+    async def idle(subscription: Any) -> None:
+        nonlocal lag_checked
+        if asyncio.get_running_loop().time() - lag_checked > LAG_CHECK_SECONDS:
+            lag_checked = asyncio.get_running_loop().time()
+            await _observe_lag(subscription)
+
+    await durable.pull(ctx, PROJECTION_CONSUMER, apply, idle)
 
 
 async def _observe_lag(subscription: Any) -> None:

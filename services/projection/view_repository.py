@@ -139,12 +139,16 @@ class SqlViews:
     # --- sources ----------------------------------------------------------------------------------------
 
     async def sources(self, case_id: str, source_ids: Iterable[str]) -> dict[str, SourceRow]:
-        wanted = sorted(set(source_ids))
+        return await self._by_id(view_sources.c.source_id, case_id, source_ids,
+                                 lambda r: SourceRow(r.source_id, r.type, r.revision, r.cited_by, r.origin))
+
+    async def _by_id(self, key: Any, case_id: str, ids: Iterable[str], row: Any) -> dict[str, Any]:
+        """The view's rows of the case with these ids (by the table's key column `key`), each made by `row`."""
+        wanted = sorted(set(ids))
         if not wanted:
             return {}
-        rows = await self.connection.execute(select(view_sources).where(
-            view_sources.c.case_id == case_id, view_sources.c.source_id.in_(wanted)))
-        return {r.source_id: SourceRow(r.source_id, r.type, r.revision, r.cited_by, r.origin) for r in rows}
+        rows = await self.connection.execute(select(key.table).where(key.table.c.case_id == case_id, key.in_(wanted)))
+        return {getattr(r, key.name): row(r) for r in rows}
 
     async def put_sources(self, case_id: str, rows: Sequence[SourceRow]) -> None:
         if not rows:
@@ -163,12 +167,7 @@ class SqlViews:
     # --- claims -----------------------------------------------------------------------------------------
 
     async def claims(self, case_id: str, claim_ids: Iterable[str]) -> dict[str, ClaimRow]:
-        wanted = sorted(set(claim_ids))
-        if not wanted:
-            return {}
-        rows = await self.connection.execute(select(view_claims).where(
-            view_claims.c.case_id == case_id, view_claims.c.claim_id.in_(wanted)))
-        return {r.claim_id: _claim_row(r) for r in rows}
+        return await self._by_id(view_claims.c.claim_id, case_id, claim_ids, _claim_row)
 
     async def claims_in_units(self, case_id: str, units: Iterable[str]) -> list[ClaimRow]:
         rows = await self.connection.execute(select(view_claims).where(
