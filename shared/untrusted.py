@@ -31,31 +31,29 @@ _ANGLES = "<>‹›«»＜＞﹤﹥〈〉《》⟨⟩❮❯❬❭⧼⧽⦉⦊˂�
 _ANGLE_RUN = re.compile(f"[{re.escape(_ANGLES)}]{{2,}}")
 _MARKER_PHRASE = re.compile(r"(BEGIN|END)([\W_]{0,8})(UNTRUSTED)", re.IGNORECASE)
 
+def _items(*path: str, fields: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The paths of `fields` in every item of the bounded list at `path` (its `items`)."""
+    return tuple((*path, "items", "*", field) for field in fields)
+
+
 # Where each tool's answer holds agent-written strings: keys, with "*" for every item of a list or object.
 AGENT_WRITTEN: dict[str, tuple[tuple[str, ...], ...]] = {
     "get_workspace": (
         ("verdict", "text"),
-        ("claims", "items", "*", "text"),
-        ("sources", "items", "*", "publisher"),
-        ("sources", "items", "*", "title"),
-        ("sources", "items", "*", "authority"),
-        ("sources", "items", "*", "url"),
-        ("guidance", "items", "*", "note"),
+        *_items("claims", fields=("text",)),
+        *_items("sources", fields=("publisher", "title", "authority", "url")),
+        *_items("guidance", fields=("note",)),
     ),
     "get_company_context": (
-        ("claims", "items", "*", "text"),
-        ("claims", "items", "*", "section"),
-        ("retiredClaims", "items", "*", "text"),
-        ("retiredClaims", "items", "*", "section"),
-        ("sourceFiles", "items", "*", "title"),
-        ("recentReviews", "items", "*", "summary"),
-        ("recentReviews", "items", "*", "note"),
-        ("pendingDeltas", "items", "*", "summary"),
+        *_items("claims", fields=("text", "section")),
+        *_items("retiredClaims", fields=("text", "section")),
+        *_items("sourceFiles", fields=("title",)),
+        *_items("recentReviews", fields=("summary", "note")),
+        *_items("pendingDeltas", fields=("summary",)),
     ),
     "propose_claim_delta_from_source": (
-        ("context", "touchedClaims", "items", "*", "excerpt"),
-        ("context", "recentReviews", "items", "*", "summary"),
-        ("context", "recentReviews", "items", "*", "note"),
+        *_items("context", "touchedClaims", fields=("excerpt",)),
+        *_items("context", "recentReviews", fields=("summary", "note")),
         ("delta", "source", "title"),
         ("delta", "claims", "*", "*", "before", "text"),
         ("delta", "affectedClaims", "*", "text"),
