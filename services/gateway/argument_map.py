@@ -28,6 +28,9 @@ class LostRef(Contract):
     id: str
 
 
+VERDICT_NODE = "verdict"  # the map's node kinds are source, claim and verdict (not the staged item kinds)
+
+
 class GraphNode(Contract):
     id: str
     kind: Literal["source", "claim", "verdict"]
@@ -193,7 +196,7 @@ def layout(graph: CaseGraph) -> tuple[dict[str, _Box], list[_Block], dict[str, l
             layout_edges[key] = Edge(vertices[key[0]], vertices[key[1]])
             layout_edges[key].view = _View(0, 0)
     g = Graph(list(vertices.values()), list(layout_edges.values()))
-    verdicts = {id(block_of[n.id]) for n in graph.nodes if n.kind == "verdict"}
+    verdicts = {id(block_of[n.id]) for n in graph.nodes if n.kind == VERDICT_NODE}
     components = sorted(g.C, key=lambda c: (not any(id(v.data) in verdicts for v in c.sV), -len(c.sV)))
     left = MARGIN
     height = 0.0
@@ -272,7 +275,7 @@ def _attr(value: object) -> str:
 
 
 def _href(case_id: str, node: GraphNode) -> str:
-    anchor = "verdict" if node.kind == "verdict" else f"{node.kind}-{node.id}"
+    anchor = VERDICT_NODE if node.kind == VERDICT_NODE else f"{node.kind}-{node.id}"
     return f"/ui/cases/{case_id}#{anchor}"
 
 

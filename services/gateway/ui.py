@@ -31,6 +31,7 @@ from services.gateway.sessions import SESSION_LIFETIME
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
+from shared.kinds import CLAIMS
 from shared.subjects import Command
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -61,6 +62,7 @@ templates = Environment(
 )
 templates.filters["short"] = lambda value, n=8: str(value)[:n]
 templates.filters["when"] = lambda value: str(value or "")[:19].replace("T", " ")
+templates.globals["CLAIMS"] = CLAIMS.name  # the kind of a proposal of claims, as proposals name it
 
 # Staged records read best in this order; anything else follows in its stored order.
 FIELD_ORDER = [

@@ -77,8 +77,8 @@ def scale_tables(report: dict[str, Any]) -> list[Table]:
                       figure(point["fillRate"], digits=2), times(point["fillRateRatio"]))
     edges = report["edgeRates"]
     rates = Table(title="fill rate at both ends", title_justify="left")
-    for column in ("claims", "cycles/s"):
-        rates.add_column(column, justify="left" if column == "claims" else "right")
+    rates.add_column("claims", justify="left")
+    rates.add_column("cycles/s", justify="right")
     rates.add_row(f"first {edges['claims']}", figure(edges["first"], digits=2))
     rates.add_row(f"last {edges['claims']}", figure(edges["last"], digits=2))
     rates.add_row("last/first", times(edges["lastOverFirst"]))
