@@ -24,15 +24,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+})
 
 
 def _now() -> Column:
@@ -41,26 +39,17 @@ def _now() -> Column:
 
 def _provenance() -> list[Column]:
     """Where a canonical record came from: the proposal and agent, the reviewer, the revision."""
-    return [
-        Column("proposal_id", UUID(as_uuid=False)),
-        Column("staged_by", Text),
-        Column("staged_at", DateTime(timezone=True)),
-        Column("decision_id", UUID(as_uuid=False)),
-        Column("decided_by", Text, nullable=False),
-        Column("decided_at", DateTime(timezone=True), nullable=False),
-        Column("revision", BigInteger, nullable=False),
-    ]
+    return [Column("proposal_id", UUID(as_uuid=False)), Column("staged_by", Text),
+            Column("staged_at", DateTime(timezone=True)), Column("decision_id", UUID(as_uuid=False)),
+            Column("decided_by", Text, nullable=False), Column("decided_at", DateTime(timezone=True), nullable=False),
+            Column("revision", BigInteger, nullable=False)]
 
 
 def _retirement() -> list[Column]:
     """Canonical records are never deleted: they are superseded or retired, with who and when."""
-    return [
-        Column("status", Text, nullable=False, server_default="active"),
-        Column("ended_by", Text),
-        Column("ended_at", DateTime(timezone=True)),
-        Column("ended_revision", BigInteger),
-        Column("superseded_by", Text),
-    ]
+    return [Column("status", Text, nullable=False, server_default="active"), Column("ended_by", Text),
+            Column("ended_at", DateTime(timezone=True)), Column("ended_revision", BigInteger),
+            Column("superseded_by", Text)]
 
 
 # --- canonical ledger (writer: review) -------------------------------------------------------------
@@ -115,12 +104,8 @@ claims = Table(  # writer: review
 )
 Index("ix_claims_case_status", claims.c.case_id, claims.c.status)
 # One verdict slot per case: at most one active verdict claim.
-Index(
-    "uq_claims_active_verdict",
-    claims.c.case_id,
-    unique=True,
-    postgresql_where=text("kind = 'verdict' AND status = 'active'"),
-)
+Index("uq_claims_active_verdict", claims.c.case_id, unique=True,
+      postgresql_where=text("kind = 'verdict' AND status = 'active'"))
 
 claim_sources = Table(  # writer: review
     "claim_sources",
