@@ -20,10 +20,11 @@ class ServiceProcesses:
         self.processes: list[subprocess.Popen] = []
         self.kills = 0
 
-    def start(self) -> subprocess.Popen:
+    def start(self, **env: str) -> subprocess.Popen:
+        """Start one more process; `env` adds settings of its own (a port, say) to the shared ones."""
         log = open(self.log_dir / f"{self.name}-{len(self.processes)}.log", "ab")  # noqa: SIM115 - the child owns it
-        process = subprocess.Popen([str(THREADLINE), "serve", self.name], env=self.env, stdout=log, stderr=log,
-                                   stdin=subprocess.DEVNULL)
+        process = subprocess.Popen([str(THREADLINE), "serve", self.name], env={**self.env, **env}, stdout=log,
+                                   stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         self.processes.append(process)
         return process

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -27,13 +25,13 @@ from shared.subjects import BACKEND_SERVICES, Service
 from tests.events import stream_events, stream_info, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
 from tests.nats_cluster import NatsCluster
+from tests.processes import ServiceProcesses
 from tests.support import Servers, Stack, new_deployment, remove_deployment
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 CASES, DECISIONS_PER_CASE = (16, 40) if FULL else (6, 12)
 KILL_AFTER = 1 / 3  # of all decisions acknowledged
 CALL_DEADLINE_SECONDS = 90.0
-THREADLINE = Path(sys.executable).parent / "threadline"
 POOL_SIZE = 3  # eleven processes share the machine's PostgreSQL (and its max_connections) with other runs
 REPLICATED = (Service.GATEWAY, Service.STAGING, Service.REVIEW, Service.PROJECTION, Service.RELAY, Service.WEBHOOKS)
 
@@ -50,19 +48,18 @@ class Replicas:
                     "THREADLINE_REQUEST_TIMEOUT": "5", "THREADLINE_LOG_LEVEL": "WARNING",
                     "THREADLINE_DB_POOL_SIZE": str(POOL_SIZE)}
         self.log_dir = log_dir
+        self.services: dict[Service, ServiceProcesses] = {}
         self.processes: dict[Service, subprocess.Popen] = {}
         self.probes: dict[Service, str] = {}
 
     def start(self, service: Service) -> None:
         port = free_port()
-        env = {**self.env, "THREADLINE_METRICS_PORT": str(port)}
+        own = {"THREADLINE_METRICS_PORT": str(port)}
         if service is Service.GATEWAY:
-            env["THREADLINE_HTTP_PORT"] = str(free_port())
-            self.gateway_url = f"http://127.0.0.1:{env['THREADLINE_HTTP_PORT']}"
-        log = open(self.log_dir / f"{service.value}.log", "ab")  # noqa: SIM115 - the child owns it
-        self.processes[service] = subprocess.Popen([str(THREADLINE), "serve", service.value], env=env,
-                                                   stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        log.close()
+            own["THREADLINE_HTTP_PORT"] = str(free_port())
+            self.gateway_url = f"http://127.0.0.1:{own['THREADLINE_HTTP_PORT']}"
+        self.services[service] = ServiceProcesses(service.value, self.env, self.log_dir)
+        self.processes[service] = self.services[service].start(**own)
         self.probes[service] = f"http://127.0.0.1:{port}/readyz"
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
@@ -70,8 +67,9 @@ class Replicas:
         async with httpx2.AsyncClient(timeout=2) as http:
             for service, probe in self.probes.items():
                 while True:
-                    if self.processes[service].poll() is not None:
-                        raise AssertionError(f"{service} exited: {(self.log_dir / f'{service.value}.log').read_text()}")
+                    process = self.processes[service]
+                    if process.poll() is not None:
+                        raise AssertionError(f"{service} exited: {self.services[service].log_of(process)}")
                     try:
                         if (await http.get(probe)).status_code == 200:
                             break
@@ -81,15 +79,12 @@ class Replicas:
                     await asyncio.sleep(0.2)
 
     def kill_all(self) -> None:
-        for process in self.processes.values():
-            process.send_signal(signal.SIGKILL)
-            process.wait()
+        for service, process in self.processes.items():
+            self.services[service].kill(process)
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=20)
+        for processes in self.services.values():
+            processes.stop_all()
 
 
 @pytest.fixture
