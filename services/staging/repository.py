@@ -116,7 +116,7 @@ class PgStagingUnitOfWork(StagingUnitOfWork):
         return cls(ctx.db, origin(ctx, meta), CHANGED_IDS)
 
     async def _begin(self, read_only: bool = False) -> None:
-        self.connection = await (await self.db.pool()).acquire()
+        self.connection = await self.db.acquire()
         self.ledger = PgStageReads(self.connection, self.changed_ids)
         self.proposals = PgProposals()
 

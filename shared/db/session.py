@@ -98,13 +98,17 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A connection of the asyncpg pool for a few statements."""
-        connection = await (await self.pool()).acquire()
+        connection = await self.acquire()
         try:
             yield connection
         except BaseException as error:
             await self.release(connection, error)
             raise
         await self.release(connection)
+
+    async def acquire(self) -> asyncpg.Connection:
+        """A connection of the asyncpg pool, to be given back with `release`."""
+        return await (await self.pool()).acquire()
 
     async def release(self, connection: asyncpg.Connection, error: BaseException | None = None) -> None:
         """Return a connection to the pool — unless `error` may have left it mid-operation (cut off,
