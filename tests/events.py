@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import StreamInfo
@@ -16,18 +18,24 @@ from shared.db.tables import outbox
 from shared.settings import Settings
 from tests.support import connect_nats
 
+T = TypeVar("T")
 
-async def stream_info(js: JetStreamContext, stream: str, within: float = 60.0) -> StreamInfo:
-    """The stream's info, waiting out an election: on a cluster that just lost a server the stream (or the
-    meta leader) can be without a leader for seconds, and JetStream's API then times out or has no responder."""
+
+async def through_election(call: Callable[[], Awaitable[T]], within: float = 60.0) -> T:
+    """A JetStream API call, waiting out an election: on a cluster that just lost a server the stream (or the
+    meta leader) can be without a leader for seconds, and the API then times out or has no responder."""
     deadline = time.monotonic() + within
     while True:
         try:
-            return await js.stream_info(stream)
+            return await call()
         except (NatsTimeout, ServiceUnavailableError):
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.5)
+
+
+async def stream_info(js: JetStreamContext, stream: str, within: float = 60.0) -> StreamInfo:
+    return await through_election(lambda: js.stream_info(stream), within)
 
 
 async def stream_events(settings: Settings) -> list[dict]:
@@ -36,8 +44,8 @@ async def stream_events(settings: Settings) -> list[dict]:
     try:
         js = connection.jetstream()
         total = (await stream_info(js, settings.stream_name)).state.messages
-        subscription = await js.subscribe(f"{settings.nats_prefix}.events.>", ordered_consumer=True,
-                                          stream=settings.stream_name)
+        subscription = await through_election(lambda: js.subscribe(
+            f"{settings.nats_prefix}.events.>", ordered_consumer=True, stream=settings.stream_name))
         found = []
         while len(found) < total:
             message = await subscription.next_msg(timeout=10)
