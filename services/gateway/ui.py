@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote, urlencode, urlsplit
@@ -299,21 +300,24 @@ async def history_page(
 
 @router.get("/proposals/{proposal_id}")
 async def proposal_page(request: Request, proposal_id: str, principal: Principal = Reviewer) -> Response:
-    return await _proposal(request, principal, proposal_id, outcome=None, problem=None)
+    return await _decidable(request, principal, "proposal", proposal_id, outcome=None, problem=None)
 
 
-async def _proposal(request: Request, principal: Principal, proposal_id: str, *, outcome: Any,
-                    problem: ThreadlineError | None, draft: str = "") -> Response:
-    proposal = await call(request, Command.GET_PROPOSAL, c.ProposalRef(actor=principal.actor(), proposal_id=proposal_id))
-    return _decidable(request, "proposal.html", outcome, problem, draft, proposal=proposal)
+# The two records a reviewer decides on a page of their own: the command that reads each and its reference.
+_DECIDABLE: dict[str, tuple[Command, Callable[[str, str], Any]]] = {
+    "proposal": (Command.GET_PROPOSAL, lambda actor, key: c.ProposalRef(actor=actor, proposal_id=key)),
+    "delta": (Command.GET_DELTA, lambda actor, key: c.DeltaRef(actor=actor, operation_id=key)),
+}
 
 
-def _decidable(request: Request, template: str, outcome: Any, problem: ThreadlineError | None, draft: str,
-               **record: Any) -> Response:
-    """A page a reviewer decides on: the record, what the last decision did, or why it was refused (with
-    the note they wrote kept in the form)."""
-    return render(request, template, status=status_of(problem) if problem else 200, outcome=outcome,
-                  problem=problem, draft=draft, **record)
+async def _decidable(request: Request, principal: Principal, record: str, key: str, *, outcome: Any,
+                     problem: ThreadlineError | None, draft: str = "") -> Response:
+    """A page a reviewer decides on (`record.html`): the record, what the last decision did, or why it was
+    refused (with the note they wrote kept in the form)."""
+    command, ref = _DECIDABLE[record]
+    found = await call(request, command, ref(principal.actor(), key))
+    return render(request, f"{record}.html", status=status_of(problem) if problem else 200, outcome=outcome,
+                  problem=problem, draft=draft, **{record: found})
 
 
 @router.post("/proposals/{proposal_id}/decide")
@@ -327,10 +331,11 @@ async def decide(request: Request, proposal_id: str, principal: Principal = Revi
             actor=principal.actor(), proposal_id=proposal_id, accept=accept, reject=reject,
             note=note or None, expected_revision=_expected_revision(form)))
     except (ThreadlineError, pydantic.ValidationError) as error:
-        return await _proposal(request, principal, proposal_id, outcome=None, problem=problem_of(error), draft=note)
+        return await _decidable(request, principal, "proposal", proposal_id, outcome=None,
+                                problem=problem_of(error), draft=note)
     # When nothing was recorded (every chosen item refused), the note was not kept: offer it again.
-    return await _proposal(request, principal, proposal_id, outcome=outcome, problem=None,
-                           draft="" if outcome.get("recorded") else note)
+    return await _decidable(request, principal, "proposal", proposal_id, outcome=outcome, problem=None,
+                            draft="" if outcome.get("recorded") else note)
 
 
 def _expected_revision(form: dict[str, str]) -> int:
@@ -363,13 +368,7 @@ async def company_page(request: Request, company_id: str, principal: Principal =
 
 @router.get("/deltas/{operation_id}")
 async def delta_page(request: Request, operation_id: str, principal: Principal = Reviewer) -> Response:
-    return await _delta(request, principal, operation_id, outcome=None, problem=None)
-
-
-async def _delta(request: Request, principal: Principal, operation_id: str, *, outcome: Any,
-                 problem: ThreadlineError | None, draft: str = "") -> Response:
-    delta = await call(request, Command.GET_DELTA, c.DeltaRef(actor=principal.actor(), operation_id=operation_id))
-    return _decidable(request, "delta.html", outcome, problem, draft, delta=delta)
+    return await _decidable(request, principal, "delta", operation_id, outcome=None, problem=None)
 
 
 @router.post("/deltas/{operation_id}/decide")
@@ -383,8 +382,9 @@ async def decide_delta(request: Request, operation_id: str, principal: Principal
         outcome = await call(request, Command.DECIDE_DELTA, c.DecideDelta(
             actor=principal.actor(), operation_id=operation_id, decision=decision, note=note or None))
     except (ThreadlineError, pydantic.ValidationError) as error:
-        return await _delta(request, principal, operation_id, outcome=None, problem=problem_of(error), draft=note)
-    return await _delta(request, principal, operation_id, outcome=outcome, problem=None)
+        return await _decidable(request, principal, "delta", operation_id, outcome=None,
+                                problem=problem_of(error), draft=note)
+    return await _decidable(request, principal, "delta", operation_id, outcome=outcome, problem=None)
 
 
 # --- webhooks (admins) ------------------------------------------------------------------------------

@@ -25,6 +25,11 @@ from shared.db.tables import (
 from shared.uow import SqlUnitOfWork
 
 
+def _accepted_count() -> Any:
+    """How many of a proposal's decided items were accepted (beside a count of its decided items)."""
+    return func.count(case((item_decisions.c.outcome == "accepted", 1))).label("accepted")
+
+
 class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
     def bind(self, connection: AsyncConnection) -> None:
         self.cases = SqlCases(connection)
@@ -152,19 +157,15 @@ class SqlProposals:
         found = await _with_items(self.connection, rows)
         return found[0] if found else None
 
-    async def listed(
-        self, case_id: str, status: str, limit: int
-    ) -> list[StoredProposal]:
+    async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
         counts = (
             select(
                 proposal_items.c.proposal_id,
                 func.count().label("item_total"),
                 func.count(item_decisions.c.item_id).label("decided"),
-                func.count(case((item_decisions.c.outcome == "accepted", 1))).label("accepted"),
+                _accepted_count(),
             )
-            .select_from(
-                items_with_outcomes()
-            )
+            .select_from(items_with_outcomes())
             .group_by(proposal_items.c.proposal_id)
             .subquery()
         )
@@ -259,15 +260,13 @@ class SqlProposals:
         )
         return {row.decision_id: row.proposal_id for row in rows}
 
-    async def recently_decided(
-        self, case_id: str, status: str, limit: int
-    ) -> list[StoredProposal]:
+    async def recently_decided(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
         """Fully decided proposals (status accepted, rejected or decided), the most recently decided first."""
         decided = (
             select(
                 item_decisions.c.proposal_id,
                 func.count().label("decided"),
-                func.count(case((item_decisions.c.outcome == "accepted", 1))).label("accepted"),
+                _accepted_count(),
                 func.max(decisions.c.decided_at).label("last_decided_at"),
             )
             .select_from(item_decisions.join(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
