@@ -47,8 +47,20 @@ def pytest_unconfigure(config) -> None:  # noqa: ANN001
         shutil.rmtree(made, ignore_errors=True)
 
 
+def pytest_sessionfinish(session) -> None:  # noqa: ANN001
+    # Under pytest-xdist each worker has its own servers: it hands its line to the controller.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["servers_used"] = list(SERVERS_USED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001
+    SERVERS_USED.extend(getattr(node, "workeroutput", {}).get("servers_used", []))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
-    for line in SERVERS_USED:
+    for line in dict.fromkeys(SERVERS_USED):
         terminalreporter.write_line(line)
 
 
