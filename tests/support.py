@@ -162,7 +162,9 @@ async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
         "secret": "test-secret-" + secrets.token_hex(8),
         "relay_poll_interval": 0.2,
         "auth_cache_seconds": 0,
-        "db_pool_size": 8,
+        # Two test workers share the machine's PostgreSQL: their stacks' pools stay under its default
+        # max_connections (100) together.
+        "db_pool_size": 4,
         # Receivers started by the tests listen on loopback, as under `up`; retries come quickly.
         "webhook_allow_private": True,
         "webhook_retry_base_seconds": 0.2,
