@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from datetime import datetime
@@ -11,6 +10,7 @@ from typing import Any, TextIO
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from shared import event_loop
 from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.subjects import Subjects
@@ -80,6 +80,6 @@ async def tail(
 
 def run_tail(settings: Settings, **options: Any) -> None:
     try:
-        asyncio.run(tail(settings, **options))
+        event_loop.run(tail(settings, **options))
     except KeyboardInterrupt:
         pass

@@ -44,10 +44,11 @@ def _settings(data_dir: Path | None = None) -> Settings:
 
 
 def _run(coroutine) -> object:
+    from shared import event_loop
     from shared.errors import ThreadlineError
 
     try:
-        return asyncio.run(coroutine)
+        return event_loop.run(coroutine)
     except ThreadlineError as error:
         typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
         if error.hint:

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from services.gateway.errors import tool_error, tool_result
 from services.gateway.tools import mcp_tool, served_tools
+from shared import event_loop
 from shared.db.session import asyncpg_dsn
 from shared.errors import InvalidArgument, NotFound, Unavailable
 from shared.settings import child_environment, get_settings
@@ -217,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.target == "direct" and not args.table:
         parser.error("direct needs --table")
     configure_logging(f"bench-{args.target}", get_settings().log_level, "json")
-    asyncio.run(serve(args.target, args.port, args.table))
+    event_loop.run(serve(args.target, args.port, args.table))
 
 
 if __name__ == "__main__":

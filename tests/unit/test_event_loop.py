@@ -1,0 +1,26 @@
+"""Every Threadline process runs on uvloop when it is installed (it is a dependency off Windows)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from shared import event_loop
+
+
+async def _loop_module() -> str:
+    await asyncio.sleep(0)
+    return type(asyncio.get_running_loop()).__module__
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uvloop has no Windows build")
+def test_processes_run_on_uvloop():
+    assert event_loop.run(_loop_module()).startswith("uvloop")
+
+
+def test_without_uvloop_the_loop_is_asyncios_own(monkeypatch):
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # what `import uvloop` meets where it is not installed
+    assert event_loop.loop_factory() is None
+    assert event_loop.run(_loop_module()).startswith("asyncio")
