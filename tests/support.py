@@ -164,7 +164,7 @@ async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
         "auth_cache_seconds": 0,
         # Two test workers share the machine's PostgreSQL: their stacks' pools stay under its default
         # max_connections (100) together.
-        "db_pool_size": 4,
+        "db_pool_size": 3,
         # Receivers started by the tests listen on loopback, as under `up`; retries come quickly.
         "webhook_allow_private": True,
         "webhook_retry_base_seconds": 0.2,
