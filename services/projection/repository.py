@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, exists, func, or_, select, text
+from sqlalchemy import ColumnElement, Table, and_, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -13,7 +13,7 @@ from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
 from services.projection.view_repository import SqlViews
-from shared.db.queries import items_with_outcomes, lock_case_shared
+from shared.db.queries import items_with_outcomes, lock_case_shared, still_open
 from shared.db.session import Database
 from shared.db.tables import (
     agents,
@@ -212,17 +212,13 @@ class SqlReads:
         return [ClaimView(r.claim_id, r.text, r.kind, r.confidence, r.lane, r.display_order,
                           tuple(source_ids.get(r.claim_id, ())), r.revision) for r in rows]
 
-    async def pending_proposals(self, case_id: str) -> list[dict[str, Any]]:
-        """Proposals with at least one undecided item, oldest first (only this case's items are read)."""
-        undecided = (
-            select(proposal_items.c.proposal_id)
-            .select_from(items_with_outcomes())
-            .where(proposal_items.c.proposal_id == proposals.c.proposal_id, item_decisions.c.item_id.is_(None))
-        )
+    async def pending_proposals(self, case_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Proposals with at least one undecided item, oldest first: the first `limit` of them."""
         rows = await self.connection.execute(
             select(proposals)
-            .where(proposals.c.case_id == case_id, exists(undecided))
-            .order_by(proposals.c.created_at)
+            .where(proposals.c.case_id == case_id, still_open())
+            .order_by(proposals.c.created_at, proposals.c.proposal_id)
+            .limit(limit)
         )
         return [dict(r) for r in rows.mappings()]
 
@@ -317,11 +313,10 @@ class SqlReads:
         return {sid: (listed, total - len(listed)) for sid, (listed, total) in found.items()}
 
     async def pending_by_kind(self, case_id: str) -> dict[str, int]:
-        found = await self.pending_proposals(case_id)
-        by_kind: dict[str, int] = {}
-        for proposal in found:
-            by_kind[proposal["kind"]] = by_kind.get(proposal["kind"], 0) + 1
-        return dict(sorted(by_kind.items()))
+        rows = await self.connection.execute(
+            select(proposals.c.kind, func.count()).where(proposals.c.case_id == case_id, still_open())
+            .group_by(proposals.c.kind).order_by(proposals.c.kind))
+        return {kind: count for kind, count in rows.all()}
 
     async def guidance(self, case_id: str, limit: int) -> list[dict[str, Any]]:
         """Reviewers' decision notes and case guidance, newest first: the first `limit` of them."""

@@ -109,8 +109,8 @@ def _ledger_claims(snapshot: domain.LedgerSnapshot, focus: str, cap: int) -> dic
 
 
 async def _proposals(uow: ProjectionUnitOfWork, case_id: str, agent: str) -> dict[str, Any]:
-    pending = await uow.reads.pending_proposals(case_id)
-    listed, omitted = domain.capped(pending, domain.PROPOSALS_CAP)
+    total = sum((await uow.reads.pending_by_kind(case_id)).values())
+    listed = await uow.reads.pending_proposals(case_id, domain.PROPOSALS_CAP)
     mine = await uow.reads.agent_recent_proposals(case_id, agent, 10)
     items = await uow.reads.proposal_items_status(
         list({p["proposal_id"] for p in [*listed, *mine]})
@@ -128,7 +128,7 @@ async def _proposals(uow: ProjectionUnitOfWork, case_id: str, agent: str) -> dic
         }
 
     return {
-        "pending": {"total": len(pending), "omitted": omitted, "items": [view(p) for p in listed]},
+        "pending": {"total": total, "omitted": total - len(listed), "items": [view(p) for p in listed]},
         "yourRecent": [view(p) for p in mine],
     }
 

@@ -96,6 +96,7 @@ class Decision:
     correlation_id: str | None
     decided_at: datetime
     request_digest: str | None = None
+    closes: str | None = None  # the proposal's final status when this decision decides its last item
 
 
 def request_digest(accept: Sequence[str], reject: Sequence[str], note: str | None, expected_revision: int) -> str:
@@ -114,6 +115,7 @@ def new_decision(proposal: StoredProposal, plan: DecisionPlan, *, reviewer: str,
         reviewer=reviewer, note=note, expected_revision=expected_revision,
         revision_after=revision + 1 if plan.changes_ledger else None, refused=plan.refused,
         outcomes=plan.outcomes(), correlation_id=correlation_id, decided_at=at, request_digest=digest,
+        closes=None if (status := status_after(proposal, plan)) == "pending" else status,
     )
 
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, case, func, insert, select, update
+from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
-from shared.db.queries import items_with_outcomes, lock_case_exclusive
+from shared.db.queries import items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.tables import (
     case_focus,
     cases,
+    closed_proposals,
     decisions,
     guidance_notes,
     item_decisions,
@@ -23,11 +24,6 @@ from shared.db.tables import (
     proposals,
 )
 from shared.uow import SqlUnitOfWork
-
-
-def _accepted_count() -> Any:
-    """How many of a proposal's decided items were accepted (beside a count of its decided items)."""
-    return func.count(case((item_decisions.c.outcome == "accepted", 1))).label("accepted")
 
 
 class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
@@ -81,11 +77,8 @@ class SqlCases:
 
     async def all(self) -> list[dict[str, Any]]:
         pending = (
-            select(proposals.c.case_id, func.count(func.distinct(proposals.c.proposal_id)).label("pending"))
-            .select_from(
-                proposals.join(items_with_outcomes(), proposal_items.c.proposal_id == proposals.c.proposal_id)
-            )
-            .where(item_decisions.c.item_id.is_(None))
+            select(proposals.c.case_id, func.count().label("pending"))
+            .where(still_open())
             .group_by(proposals.c.case_id)
             .subquery()
         )
@@ -158,32 +151,13 @@ class SqlProposals:
         return found[0] if found else None
 
     async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
-        counts = (
-            select(
-                proposal_items.c.proposal_id,
-                func.count().label("item_total"),
-                func.count(item_decisions.c.item_id).label("decided"),
-                _accepted_count(),
-            )
-            .select_from(items_with_outcomes())
-            .group_by(proposal_items.c.proposal_id)
-            .subquery()
-        )
-        query = (
-            select(proposals)
-            .join(counts, counts.c.proposal_id == proposals.c.proposal_id)
-            .where(proposals.c.case_id == case_id)
-        )
+        """The case's pending proposals oldest first (`pending`), or all of them newest first."""
+        query = select(proposals).where(proposals.c.case_id == case_id)
         if status == "pending":
-            query = query.where(counts.c.decided < counts.c.item_total)
-        elif status == "accepted":
-            query = query.where(counts.c.decided == counts.c.item_total, counts.c.accepted > 0)
-        elif status == "rejected":
-            query = query.where(counts.c.decided == counts.c.item_total, counts.c.accepted == 0)
-        elif status == "decided":
-            query = query.where(counts.c.decided == counts.c.item_total)
-        order = proposals.c.created_at.asc() if status == "pending" else proposals.c.created_at.desc()
-        rows = (await self.connection.execute(query.order_by(order, proposals.c.proposal_id).limit(limit))).all()
+            query = query.where(still_open()).order_by(proposals.c.created_at.asc(), proposals.c.proposal_id)
+        else:
+            query = query.order_by(proposals.c.created_at.desc(), proposals.c.proposal_id)
+        rows = (await self.connection.execute(query.limit(limit))).all()
         return await _with_items(self.connection, rows)
 
     async def record(self, decision: Decision) -> None:
@@ -206,6 +180,10 @@ class SqlProposals:
                  "outcome": outcome} for item_id, outcome in decision.outcomes]
         if rows:
             await self.connection.execute(insert(item_decisions), rows)
+        if decision.closes is not None:
+            await self.connection.execute(insert(closed_proposals).values(
+                proposal_id=decision.proposal_id, case_id=decision.case_id, status=decision.closes,
+                closed_at=decision.decided_at))
 
     async def decision_by_digest(self, proposal_id: str, reviewer: str, digest: str) -> dict[str, Any] | None:
         found = (await self.connection.execute(
@@ -261,39 +239,18 @@ class SqlProposals:
         return {row.decision_id: row.proposal_id for row in rows}
 
     async def recently_decided(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
-        """Fully decided proposals (status accepted, rejected or decided), the most recently decided first."""
-        decided = (
-            select(
-                item_decisions.c.proposal_id,
-                func.count().label("decided"),
-                _accepted_count(),
-                func.max(decisions.c.decided_at).label("last_decided_at"),
-            )
-            .select_from(item_decisions.join(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
-            .where(decisions.c.case_id == case_id)
-            .group_by(item_decisions.c.proposal_id)
-            .subquery()
-        )
-        items = (
-            select(proposal_items.c.proposal_id, func.count().label("item_total"))
-            .select_from(proposal_items.join(proposals, proposals.c.proposal_id == proposal_items.c.proposal_id))
-            .where(proposals.c.case_id == case_id)
-            .group_by(proposal_items.c.proposal_id)
-            .subquery()
-        )
+        """Fully decided proposals (status accepted, rejected or decided), the most recently decided first.
+
+        `accepted` holds those with any item accepted, partially accepted ones too."""
         query = (
             select(proposals)
-            .join(decided, decided.c.proposal_id == proposals.c.proposal_id)
-            .join(items, items.c.proposal_id == proposals.c.proposal_id)
-            .where(proposals.c.case_id == case_id, decided.c.decided == items.c.item_total)
+            .join(closed_proposals, closed_proposals.c.proposal_id == proposals.c.proposal_id)
+            .where(closed_proposals.c.case_id == case_id)
         )
         if status == "accepted":
-            query = query.where(decided.c.accepted > 0)
+            query = query.where(closed_proposals.c.status.in_(("accepted", "partially_accepted")))
         elif status == "rejected":
-            query = query.where(decided.c.accepted == 0)
-        rows = (
-            await self.connection.execute(
-                query.order_by(decided.c.last_decided_at.desc(), proposals.c.proposal_id).limit(limit)
-            )
-        ).all()
+            query = query.where(closed_proposals.c.status == "rejected")
+        rows = (await self.connection.execute(
+            query.order_by(closed_proposals.c.closed_at.desc(), proposals.c.proposal_id).limit(limit))).all()
         return await _with_items(self.connection, rows)

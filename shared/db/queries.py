@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, select, text
+from typing import Any
+
+from sqlalchemy import and_, exists, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from shared.db.tables import claims, item_decisions, merge_groups, proposal_items, relations, sources
+from shared.db.tables import (
+    claims,
+    closed_proposals,
+    item_decisions,
+    merge_groups,
+    proposal_items,
+    proposals,
+    relations,
+    sources,
+)
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, References
 
 
@@ -53,6 +64,11 @@ async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int,
         )
         facts.groups = {r.group_id for r in rows}
     return facts
+
+
+def still_open() -> Any:
+    """Of `proposals`, those with an undecided item: staged and not yet closed by review."""
+    return ~exists().where(closed_proposals.c.proposal_id == proposals.c.proposal_id)
 
 
 def items_with_outcomes():  # noqa: ANN201

@@ -271,6 +271,19 @@ item_decisions = Table(  # writer: review — the primary key makes every item d
     CheckConstraint("outcome IN ('accepted', 'rejected')", name="outcome_known"),
 )
 
+closed_proposals = Table(  # writer: review — a proposal whose every item is decided, from the decision deciding its last
+    "closed_proposals",
+    metadata,
+    Column("proposal_id", UUID(as_uuid=False), ForeignKey("proposals.proposal_id"), primary_key=True),
+    Column("case_id", Text, ForeignKey("cases.case_id"), nullable=False),
+    Column("status", Text, nullable=False),
+    Column("closed_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('accepted', 'rejected', 'partially_accepted')", name="status_known"),
+)
+# Pending is "staged, not closed": an anti-join on the primary key, where counting every item's outcome
+# read each proposal the case ever had. The recently decided read newest first by this index.
+Index("ix_closed_proposals_case_closed", closed_proposals.c.case_id, closed_proposals.c.closed_at)
+
 # --- identity (writer: gateway) and per-agent state ------------------------------------------------
 
 api_tokens = Table(  # writer: gateway (and `threadline token create`, which runs the gateway's use case)

@@ -222,11 +222,22 @@ async def test_a_proposal_shows_its_decisions_with_who_when_the_note_and_each_ou
     async with agent_session(stack) as agent:
         source = (await seed(agent, sources=1))["sources"][0]
         staged = await agent.stage("stage_claims", claims=[claim_item(c, [source]) for c in ("d1", "d2", "d3")])
+        url = f"/api/v1/cases/{agent.case_id}/proposals"
+
+        async def listed_as(status: str) -> list[str]:
+            async with stack.api() as api:
+                return [p["proposalId"] for p in (await api.get(url, params={"status": status})).json()["proposals"]]
+
         first = await decide(stack, staged["proposalId"], accept=["d1"], reject=["d2"], note="d2 <overreaches>")
+        assert staged["proposalId"] in await listed_as("pending"), "d3 is still undecided"
+        assert staged["proposalId"] not in await listed_as("decided")
         second = await decide(stack, staged["proposalId"], reject=["d3"], note="d3 is a duplicate", role="admin")
+        assert staged["proposalId"] not in await listed_as("pending")
+        assert staged["proposalId"] in await listed_as("accepted"), "partially accepted is listed as accepted"
+        assert staged["proposalId"] not in await listed_as("rejected")
         async with stack.api() as api:
             shown = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
-            listed = (await api.get(f"/api/v1/cases/{agent.case_id}/proposals", params={"status": "decided"})).json()
+            listed = (await api.get(url, params={"status": "decided"})).json()
         assert [d["decisionId"] for d in shown["decisions"]] == [first["decisionId"], second["decisionId"]]
         one, two = shown["decisions"]
         assert one == one | {"reviewer": "reviewer", "note": "d2 <overreaches>", "accepted": ["d1"],
