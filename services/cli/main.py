@@ -327,7 +327,7 @@ def bench_stage(
 def bench_scale(
     claims: Annotated[int, typer.Option(min=4, help="Claims to fill the case to.")] = 3000,
     step: Annotated[str, typer.Option(help="Sizes to report at on the way (comma-separated).")] = "100,300,1000",
-    probes: Annotated[int, typer.Option(min=1, help="Reads timed, and decisions taken, at each size.")] = 5,
+    probes: Annotated[int, typer.Option(min=1, help="Reads timed, and decisions taken, at each size.")] = 9,
     as_json: AsJson = False,
     data_dir: DataDir = None,
 ) -> None:

@@ -58,18 +58,22 @@ async def test_bench_stage_measures_the_three_targets_stores_each_acknowledged_c
     assert await open_bench_tokens(stack) == 0, "the bench revokes the tokens it issued"
 
 
-async def test_bench_scale_fills_one_case_and_reports_each_size_against_the_first(stack):
+async def test_bench_scale_fills_one_case_and_times_each_size_beside_a_small_reference(stack):
     report = await asyncio.to_thread(bench, stack, "scale", "--claims", "24", "--step", "8", "--probes", "2")
     assert [s["claims"] for s in report["sizes"]] == [8, 24]
-    first, last = report["sizes"]
-    assert first["summaryMsRatio"] == first["claimsScopeMsRatio"] == first["decisionMsRatio"] == 1.0
     for point in report["sizes"]:
-        assert point["summaryMs"] > 0 and point["claimsScopeMs"] > 0 and point["decisionMs"] > 0
+        assert point["referenceClaims"] == 8, "each reference case is filled to the first size"
+        for measure in ("summaryMs", "claimsScopeMs", "decisionMs"):
+            reference = point[f"reference{measure[0].upper()}{measure[1:]}"]
+            assert point[measure] > 0 and reference > 0
+            assert point[f"{measure}Ratio"] == round(point[measure] / reference, 2)
         assert point["fillRate"] > 0
-    assert last["cycles"] == 4
+    assert report["sizes"][0]["fillRateRatio"] == 1.0
+    last = report["sizes"][-1]
+    assert last["cycles"] == 2, "8 + 2 decision probes' 8 claims, then 8 more to 24"
     async with stack.api("reviewer") as api:
         case = (await api.get(f"/api/v1/cases/{report['caseId']}")).json()
-    assert case["revision"] == 1 + 6, "sources once, then one accepted decision per cycle"
+    assert case["revision"] == 1 + 2 + 2 + 2 + 2, "sources once, then one accepted decision per cycle"
     assert await open_bench_tokens(stack) == 0
 
 

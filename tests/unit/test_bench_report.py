@@ -48,15 +48,21 @@ def test_the_stage_tables_show_every_run_the_medians_and_the_ratios():
     assert "by number of agents" in text and "300.0" in text
 
 
-def test_the_scale_table_shows_each_size_with_its_ratios_and_the_edge_rates():
+def test_the_scale_table_shows_each_size_beside_its_reference_with_the_ratios_and_the_edge_rates():
     sizes = with_scale_ratios([
-        {"claims": 100, "summaryMs": 12.6, "claimsScopeMs": 23.0, "decisionMs": 30.0, "fillRate": 9.8},
-        {"claims": 3000, "summaryMs": 23.0, "claimsScopeMs": 73.0, "decisionMs": 70.0, "fillRate": 3.6},
+        {"claims": 100, "referenceClaims": 100, "summaryMs": 12.6, "referenceSummaryMs": 12.6,
+         "claimsScopeMs": 23.0, "referenceClaimsScopeMs": 23.0, "decisionMs": 30.0, "referenceDecisionMs": 30.0,
+         "fillRate": 9.8},
+        {"claims": 3000, "referenceClaims": 100, "summaryMs": 23.0, "referenceSummaryMs": 12.6,
+         "claimsScopeMs": 73.0, "referenceClaimsScopeMs": 23.0, "decisionMs": 70.0, "referenceDecisionMs": 35.0,
+         "fillRate": 3.6},
     ])
     report = {"claimsPerCycle": 4, "sizes": sizes,
               "edgeRates": {"claims": 300, "first": 9.5, "last": 3.4, "lastOverFirst": 0.36}}
     text = rendered(*scale_tables(report))
-    assert "3000" in text and "1.83×" in text and "3.17×" in text and "0.37×" in text
+    assert "a fresh 100-claim case" in text
+    assert "3000" in text and "23.0 (12.6)" in text and "1.83×" in text and "3.17×" in text
+    assert "70.0 (35.0)" in text and "2.00×" in text and "0.37×" in text
     assert "first 300" in text and "9.50" in text and "last 300" in text and "0.36×" in text
 
 

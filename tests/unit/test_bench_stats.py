@@ -139,13 +139,17 @@ def test_edge_rates_compare_the_last_window_of_claims_with_the_first():
     assert edge_rates([], 300)["lastOverFirst"] is None
 
 
-def test_scale_ratios_are_to_the_first_size():
-    points = [{"claims": 100, "summaryMs": 10.0, "claimsScopeMs": 20.0, "decisionMs": 15.0, "fillRate": 10.0},
-              {"claims": 300, "summaryMs": 13.0, "claimsScopeMs": 50.0, "decisionMs": None, "fillRate": 5.0}]
+def test_scale_ratios_are_to_the_reference_timed_beside_and_the_fill_rate_to_the_first_size():
+    points = [{"claims": 100, "summaryMs": 10.0, "referenceSummaryMs": 8.0, "claimsScopeMs": 20.0,
+               "referenceClaimsScopeMs": 20.0, "decisionMs": 15.0, "referenceDecisionMs": 15.0, "fillRate": 10.0},
+              {"claims": 300, "summaryMs": 13.0, "referenceSummaryMs": 10.0, "claimsScopeMs": 50.0,
+               "referenceClaimsScopeMs": 20.0, "decisionMs": None, "referenceDecisionMs": 12.0, "fillRate": 5.0}]
     first, second = with_scale_ratios(points)
-    assert first["summaryMsRatio"] == first["fillRateRatio"] == 1.0
+    assert first["summaryMsRatio"] == 1.25 and first["fillRateRatio"] == 1.0
     assert second["summaryMsRatio"] == 1.3 and second["claimsScopeMsRatio"] == 2.5
     assert second["decisionMsRatio"] is None and second["fillRateRatio"] == 0.5
+    assert with_scale_ratios([{"claims": 8, "summaryMs": 1.0, "claimsScopeMs": 1.0, "decisionMs": 1.0,
+                               "fillRate": 1.0}])[0]["summaryMsRatio"] is None, "no reference, no ratio"
     assert with_scale_ratios([]) == []
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from services.cli.bench.stats import OUTCOMES
+from services.cli.bench.stats import OUTCOMES, SCALE_MEASURES, reference_name
 
 
 def figure(value: Any, unit: str = "", digits: int = 1) -> str:
@@ -64,17 +64,19 @@ def _errors(run: dict[str, Any]) -> str:
 
 
 def scale_tables(report: dict[str, Any]) -> list[Table]:
+    reference = report["sizes"][0].get("referenceClaims") if report["sizes"] else None
     table = Table(title=f"bench scale: one case filled by stage + accept, {report['claimsPerCycle']} claims a cycle",
+                  caption=f"(…) and ×: a fresh {reference}-claim case, timed turn about", caption_justify="left",
                   title_justify="left")
-    columns = ("claims", "summary ms", "×", "scope=claims ms", "×", "decision ms", "×", "cycles/s", "×")
+    columns = ("claims", "summary ms", "×", "scope=claims ms", "×", "decision ms", "×", "cycles/s", "× first")
     for column in columns:
         table.add_column(column, justify="right")
     for point in report["sizes"]:
-        table.add_row(str(point["claims"]),
-                      figure(point["summaryMs"]), times(point["summaryMsRatio"]),
-                      figure(point["claimsScopeMs"]), times(point["claimsScopeMsRatio"]),
-                      figure(point["decisionMs"]), times(point["decisionMsRatio"]),
-                      figure(point["fillRate"], digits=2), times(point["fillRateRatio"]))
+        cells = [str(point["claims"])]
+        for measure in SCALE_MEASURES:
+            cells += [f"{figure(point[measure])} ({figure(point.get(reference_name(measure)))})",
+                      times(point[f"{measure}Ratio"])]
+        table.add_row(*cells, figure(point["fillRate"], digits=2), times(point["fillRateRatio"]))
     edges = report["edgeRates"]
     rates = Table(title="fill rate at both ends", title_justify="left")
     rates.add_column("claims", justify="left")

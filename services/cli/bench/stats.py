@@ -172,15 +172,22 @@ def edge_rates(cycles: Sequence[Cycle], window: int) -> dict[str, Any]:
 SCALE_MEASURES = ("summaryMs", "claimsScopeMs", "decisionMs")
 
 
+def reference_name(measure: str) -> str:
+    """The name of the reference case's figure for a scale measure: `summaryMs` → `referenceSummaryMs`."""
+    return f"reference{measure[0].upper()}{measure[1:]}"
+
+
 def with_scale_ratios(checkpoints: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each size's measures with their ratio to the first size's (`…Ratio`; fill rate too)."""
+    """Each size's measures with their ratio (`…Ratio`) to the reference case's, taken in the same moments
+    (`referenceSummaryMs`, …); the fill rate's to the first size's."""
     if not checkpoints:
         return []
     first = checkpoints[0]
     out = []
     for point in checkpoints:
-        extra = {f"{m}Ratio": rounded(ratio(point[m], first[m])) for m in (*SCALE_MEASURES, "fillRate")}
-        out.append({**point, **extra})
+        extra = {f"{m}Ratio": rounded(ratio(point[m], point.get(reference_name(m))))
+                 for m in SCALE_MEASURES}
+        out.append({**point, **extra, "fillRateRatio": rounded(ratio(point["fillRate"], first["fillRate"]))})
     return out
 
 
