@@ -369,16 +369,24 @@ class SqlReads:
             select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id))
         return notes.scalar_one() + written.scalar_one()
 
-    async def provenance_of_claims(self, case_id: str) -> dict[str, dict[str, Any]]:
+    async def provenance_of_claims(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.connection.execute(
             select(claims.c.claim_id, claims.c.staged_by, claims.c.decided_by, claims.c.decided_at,
-                   claims.c.proposal_id).where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+                   claims.c.proposal_id).where(claims.c.case_id == case_id, claims.c.claim_id.in_(claim_ids))
         )
         return {
             r.claim_id: {"stagedBy": r.staged_by, "acceptedBy": r.decided_by, "acceptedAt": r.decided_at.isoformat(),
                          "proposalId": r.proposal_id}
             for r in rows
         }
+
+    async def relation_list(self, case_id: str, revision: int) -> list[RelationView]:
+        """The relations active at `revision`, in the ledger's order."""
+        rows = await self.connection.execute(
+            select(relations).where(relations.c.case_id == case_id, active_at(relations, revision))
+            .order_by(relations.c.revision, relations.c.relation_id))
+        return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
+                for r in rows]
 
     async def group_list(self, case_id: str) -> list[dict[str, Any]]:
         rows = await self.connection.execute(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from services.projection import domain, read_models, workspace
 from services.projection.ports import ProjectionUnitOfWork
-from services.projection.view_rows import ViewState
+from services.projection.view_rows import UNRESOLVED, ViewState
 from shared import events, ledger
 from shared.contracts import (
     CaseRef,
@@ -30,18 +31,27 @@ async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionU
             field="cursor",
             hint="omit cursor, or use it with scope=unresolved or scope=guidance",
         )
-    agent = request.actor.name
+
+    async def case_of_agent() -> Any:
+        return await uow.reads.case_row(await _active_case(uow, request.actor.name))
+
+    return await _at_view(uow, case_of_agent, lambda case, state: _workspace(uow, request, scope, case, state))
+
+
+async def _at_view(uow: ProjectionUnitOfWork, find_case: Callable[[], Awaitable[Any]],
+                   answer: Callable[[Any, ViewState], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """Answer from the case's view rows, in one read transaction, once they show the case's revision.
+
+    The view behind the ledger (its events still on their way) catches up first; if decisions keep
+    moving the ledger meanwhile, the last attempt answers with the revision the view shows."""
     for attempt in range(1, CATCH_UP_ATTEMPTS + 1):
         async with uow.read():
-            case_id = await _active_case(uow, agent)
-            case = await uow.reads.case_row(case_id)
-            state = await uow.views.state(case_id)
-            # The view behind the ledger (its events still on their way) catches up first; if decisions
-            # keep moving the ledger meanwhile, the last attempt answers with the revision the view shows.
+            case = await find_case()
+            state = await uow.views.state(case.case_id)
             if state is not None and (state.revision >= case.revision
                                       or (attempt == CATCH_UP_ATTEMPTS and state.revision >= 0)):
-                return await _workspace(uow, request, scope, case, state)
-        await read_models.catch_up(uow, case_id)
+                return await answer(case, state)
+        await read_models.catch_up(uow, case.case_id)
     raise Unavailable("the case's view is still being built", hint="call get_workspace again in a moment")
 
 
@@ -87,27 +97,6 @@ async def _active_case(uow: ProjectionUnitOfWork, agent: str) -> str:
     return case_id
 
 
-def _ledger_claims(snapshot: domain.LedgerSnapshot, focus: str, cap: int) -> dict[str, Any]:
-    """Every claim but the verdict, from the whole ledger (the reviewers' case ledger)."""
-    ordered = [c for c in domain.focus_order(snapshot, focus) if not c.is_verdict]
-    listed, omitted = domain.capped(ordered, cap)
-    support = domain.support(snapshot)
-    groups_of: dict[str, list[str]] = {}
-    for group_id, members in snapshot.groups.items():
-        for member in members:
-            groups_of.setdefault(member, []).append(group_id)
-    open_by_claim: dict[str, list[str]] = {}
-    for item in domain.unresolved(snapshot):
-        if "claimId" in item:
-            open_by_claim.setdefault(item["claimId"], []).append(item["type"])
-    return {
-        "total": len(ordered),
-        "omitted": omitted,
-        "items": [workspace.claim_item(c, groups_of.get(c.claim_id, []), support.get(c.claim_id, {}),
-                                       open_by_claim.get(c.claim_id, [])) for c in listed],
-    }
-
-
 async def _proposals(uow: ProjectionUnitOfWork, case_id: str, agent: str) -> dict[str, Any]:
     total = sum((await uow.reads.pending_by_kind(case_id)).values())
     listed = await uow.reads.pending_proposals(case_id, domain.PROPOSALS_CAP)
@@ -138,32 +127,41 @@ LEDGER_GUIDANCE_CAP = 20
 
 
 async def case_ledger(cmd: CaseRef, uow: ProjectionUnitOfWork) -> dict[str, Any]:
-    """The whole canonical ledger of a case for reviewers, claims in the order of the case's focus."""
-    async with uow.read():
+    """The canonical ledger of a case for reviewers: its first claims in the order of the case's focus
+    and their provenance, the verdict, every source, relation and group, and what is pending. Claims and
+    sources are read by index from the case's view rows, never the whole ledger."""
+
+    async def find() -> Any:
         case = await uow.reads.case_row(cmd.case_id)
         if case is None:
             raise NotFound(f"there is no case {cmd.case_id!r}", field="caseId", hint="list cases first")
-        focus = await uow.reads.focus_of(cmd.case_id)
-        snapshot = await uow.reads.snapshot(cmd.case_id, case.revision)
-        provenance = await uow.reads.provenance_of_claims(cmd.case_id)
-        sources = domain.sources_in_focus(await uow.reads.source_list(cmd.case_id),
-                                          domain.focus_order(snapshot, focus), focus)
-        groups = await uow.reads.group_list(cmd.case_id)
-        pending = await uow.reads.pending_proposals(cmd.case_id)
-        pending_items = await uow.reads.proposal_items_status([p["proposal_id"] for p in pending])
-        guidance = await uow.reads.guidance(cmd.case_id, LEDGER_GUIDANCE_CAP)
-    claims = _ledger_claims(snapshot, focus, LEDGER_CLAIMS_CAP)
+        return case
+
+    return await _at_view(uow, find, lambda case, state: _ledger(uow, case, state))
+
+
+async def _ledger(uow: ProjectionUnitOfWork, case: Any, state: ViewState) -> dict[str, Any]:
+    case_id = case.case_id
+    focus = await uow.reads.focus_of(case_id)
+    counts = await uow.views.counts(case_id)
+    claims = await workspace.claims(uow, case_id, state, focus, counts, LEDGER_CLAIMS_CAP, with_verdict=False)
+    verdict = await workspace.verdict_section(uow, case_id, state) if state.verdict_id else None
+    provenance = await uow.reads.provenance_of_claims(
+        case_id, [c["claimId"] for c in claims["items"]] + ([state.verdict_id] if verdict else []))
     for claim in claims["items"]:
         claim["provenance"] = provenance.get(claim["claimId"])
-    verdict = snapshot.verdict
+    sources = await workspace.sources_in_focus(uow, case_id, focus, counts, counts.get("sources", 0))
+    groups = await uow.reads.group_list(case_id)
+    members = await uow.views.members_of(case_id, [g["group_id"] for g in groups])
+    pending = await uow.reads.pending_proposals(case_id)
+    pending_items = await uow.reads.proposal_items_status([p["proposal_id"] for p in pending])
     return {
-        "caseId": case.case_id,
+        "caseId": case_id,
         "title": case.title,
         "question": case.question,
-        "revision": case.revision,
+        "revision": state.revision,
         "focus": focus,
-        "verdict": domain.verdict_view(snapshot) | ({"provenance": provenance.get(verdict.claim_id)} if verdict
-                                                    else {}),
+        "verdict": verdict | {"provenance": provenance.get(state.verdict_id)} if verdict else {"state": "missing"},
         "claims": claims,
         "sources": [
             {"sourceId": r["source_id"], "publisher": r["publisher"], "title": r["title"], "url": r["url"],
@@ -174,15 +172,15 @@ async def case_ledger(cmd: CaseRef, uow: ProjectionUnitOfWork) -> dict[str, Any]
         "relations": [
             {"relationId": r.relation_id, "sourceClaimId": r.source_claim_id, "targetClaimId": r.target_claim_id,
              "type": r.type, "verdictBasis": r.verdict_basis}
-            for r in snapshot.relations
+            for r in await uow.reads.relation_list(case_id, state.revision)
         ],
         "groups": [
             {"groupId": g["group_id"], "label": g["label"], "confidence": g["confidence"],
-             "members": sorted(snapshot.groups.get(g["group_id"], []))}
+             "members": members.get(g["group_id"], [])}
             for g in groups
         ],
-        "unresolved": len(domain.unresolved(snapshot)),
-        "guidance": guidance,
+        "unresolved": counts.get(UNRESOLVED, 0),
+        "guidance": await uow.reads.guidance(case_id, LEDGER_GUIDANCE_CAP),
         "pendingProposals": [
             {"proposalId": p["proposal_id"], "kind": p["kind"], "agent": p["agent_name"],
              "stagedAt": p["created_at"].isoformat(), "pinnedRevision": p["pinned_revision"],

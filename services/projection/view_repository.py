@@ -205,6 +205,17 @@ class SqlViews:
             groups.setdefault(r.group_id, []).append(r.claim_id)
         return groups
 
+    async def members_of(self, case_id: str, group_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each of these groups' members, in claim id order."""
+        rows = await self.connection.execute(select(view_group_members.c.group_id, view_group_members.c.claim_id)
+                                             .where(view_group_members.c.case_id == case_id,
+                                                    view_group_members.c.group_id.in_(group_ids))
+                                             .order_by(view_group_members.c.claim_id))
+        found: dict[str, list[str]] = {}
+        for r in rows:
+            found.setdefault(r.group_id, []).append(r.claim_id)
+        return found
+
     async def add_members(self, case_id: str, pairs: Sequence[tuple[str, str]]) -> None:
         if pairs:
             await self.connection.execute(pg_insert(view_group_members).on_conflict_do_nothing(),

@@ -15,7 +15,7 @@ WALK = 100  # claims read at a time while finding the sources behind the open cl
 
 async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, counts: dict[str, int]) -> dict[str, Any]:
     pending = await uow.reads.pending_by_kind(case_id)
-    found = await _verdict(uow, case_id, state) if state.verdict_id else None
+    found = await verdict_section(uow, case_id, state) if state.verdict_id else None
     verdict = (found or {"state": "missing"}) | {"pendingProposals": pending.get("verdict", 0)}
     unsupported = await uow.views.unsupported(case_id, health.NAMED_CAP)
     ledger = view_rows.ledger_counts(counts)
@@ -41,7 +41,7 @@ async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, cou
     }
 
 
-async def _verdict(uow: ProjectionUnitOfWork, case_id: str, state: ViewState) -> dict[str, Any] | None:
+async def verdict_section(uow: ProjectionUnitOfWork, case_id: str, state: ViewState) -> dict[str, Any] | None:
     """`domain.verdict_view`: the verdict and its bases from the ledger, its rating and the groups from the view."""
     found = await uow.reads.verdict(case_id, state.verdict_id, state.revision)
     if found is None:
@@ -79,15 +79,18 @@ def _groups_of(groups: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 async def claims(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, focus: str,
-                 counts: dict[str, int]) -> dict[str, Any]:
-    listed = await uow.views.claim_page(case_id, focus, 0, domain.CLAIMS_CAP)
+                 counts: dict[str, int], cap: int = domain.CLAIMS_CAP, with_verdict: bool = True) -> dict[str, Any]:
+    """The first `cap` claims in the focus order, read by index (the verdict among them unless not `with_verdict`)."""
+    listed = await uow.views.claim_page(case_id, focus, 0, cap + (0 if with_verdict else 1))
+    if not with_verdict:
+        listed = [(row, text) for row, text in listed if row.claim_id != state.verdict_id][:cap]
     ids = [row.claim_id for row, _ in listed]
     groups_of = _groups_of(await uow.views.groups_around(case_id, ids))
     open_types = await uow.views.open_types(case_id, ids)
     edges = await uow.reads.relations_into(case_id, ids, state.revision, types=["supports", "contradicts"])
     around = await uow.views.groups_around(case_id, [e.source_claim_id for e in edges])
     support = domain.support(LedgerSnapshot(state.revision, relations=edges, groups=around))
-    total = counts.get("claims.all", 0)
+    total = counts.get("claims.all" if with_verdict else "claims", 0)
     return {
         "total": total,
         "omitted": max(0, total - len(listed)),
@@ -99,12 +102,16 @@ async def claims(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, focu
     }
 
 
-async def sources(uow: ProjectionUnitOfWork, case_id: str, focus: str, counts: dict[str, int]) -> dict[str, Any]:
-    cap = domain.SOURCES_CAP
+async def sources_in_focus(uow: ProjectionUnitOfWork, case_id: str, focus: str, counts: dict[str, int],
+                           cap: int) -> list[dict[str, Any]]:
+    """`domain.sources_in_focus`, the first `cap` of them, read by index."""
     if focus == "unresolved":
-        rows = await _behind_open_claims(uow, case_id, cap, counts.get("sources", 0) - counts.get("sources.uncited", 0))
-    else:
-        rows = await uow.views.source_page(case_id, focus, cap)
+        return await _behind_open_claims(uow, case_id, cap, counts.get("sources", 0) - counts.get("sources.uncited", 0))
+    return await uow.views.source_page(case_id, focus, cap)
+
+
+async def sources(uow: ProjectionUnitOfWork, case_id: str, focus: str, counts: dict[str, int]) -> dict[str, Any]:
+    rows = await sources_in_focus(uow, case_id, focus, counts, domain.SOURCES_CAP)
     total = counts.get("sources", 0)
     return {
         "total": total,

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import and_, select
 
-from services.projection import domain, read_models, use_cases, view_rows
+from services.projection import domain, read_models, use_cases, view_rows, workspace
 from services.projection.repository import SqlProjectionUnitOfWork
 from services.review import use_cases as review
 from services.review.repository import SqlReviewUnitOfWork
@@ -28,6 +28,7 @@ from services.staging.use_cases import stage
 from shared import kinds
 from shared.contracts import (
     Actor,
+    CaseRef,
     Confidence,
     CreateCase,
     Decide,
@@ -240,6 +241,27 @@ class History:
             return {"rows": await uow.views.everything(self.case_id), "workspace": answer}
 
 
+def claims_by_the_read_rules(snapshot: domain.LedgerSnapshot, focus: str, cap: int) -> dict[str, Any]:
+    """Every claim but the verdict as the read rules order and describe them over the whole ledger."""
+    ordered = [c for c in domain.focus_order(snapshot, focus) if not c.is_verdict]
+    listed, omitted = domain.capped(ordered, cap)
+    support = domain.support(snapshot)
+    groups_of: dict[str, list[str]] = {}
+    for group_id, members in snapshot.groups.items():
+        for member in members:
+            groups_of.setdefault(member, []).append(group_id)
+    open_by_claim: dict[str, list[str]] = {}
+    for item in domain.unresolved(snapshot):
+        if "claimId" in item:
+            open_by_claim.setdefault(item["claimId"], []).append(item["type"])
+    return {
+        "total": len(ordered),
+        "omitted": omitted,
+        "items": [workspace.claim_item(c, groups_of.get(c.claim_id, []), support.get(c.claim_id, {}),
+                                       open_by_claim.get(c.claim_id, [])) for c in listed],
+    }
+
+
 async def agrees_with_the_read_rules(history: History, view: dict[str, Any]) -> None:
     """The view says what the read rules compute from the whole ledger."""
     workspace = view["workspace"]
@@ -254,10 +276,24 @@ async def agrees_with_the_read_rules(history: History, view: dict[str, Any]) -> 
     assert unresolved == domain.unresolved(snapshot)
     focus = workspace["focus"]
     listed = [c for c in workspace["claims"]["items"] if c["kind"] != "verdict"]
-    assert listed == use_cases._ledger_claims(snapshot, focus, domain.CLAIMS_CAP)["items"][: len(listed)]
+    assert listed == claims_by_the_read_rules(snapshot, focus, domain.CLAIMS_CAP)["items"][: len(listed)]
     in_focus = domain.sources_in_focus(source_list, domain.focus_order(snapshot, focus), focus)
     assert [s["sourceId"] for s in workspace["sources"]["items"]] == [
         s["source_id"] for s in in_focus][: domain.SOURCES_CAP]
+    # The reviewers' case ledger, read from the view rows, says the same as the whole ledger.
+    ledger = await use_cases.case_ledger(CaseRef(actor=REVIEWER, case_id=history.case_id), history.projection())
+    assert ledger["revision"] == snapshot.revision
+    expected = claims_by_the_read_rules(snapshot, focus, use_cases.LEDGER_CLAIMS_CAP)
+    assert ledger["claims"] | {"items": None} == expected | {"items": None}
+    assert [{k: v for k, v in c.items() if k != "provenance"} for c in ledger["claims"]["items"]] == expected["items"]
+    assert all(c["provenance"]["proposalId"] for c in ledger["claims"]["items"])
+    assert {k: v for k, v in ledger["verdict"].items() if k != "provenance"} == domain.verdict_view(snapshot)
+    assert [(s["sourceId"], s["derivedClaims"]) for s in ledger["sources"]] == [
+        (s["source_id"], s["derived"]) for s in in_focus]
+    assert sorted(r["relationId"] for r in ledger["relations"]) == sorted(r.relation_id for r in snapshot.relations)
+    assert {g["groupId"]: g["members"] for g in ledger["groups"]} == {
+        g: sorted(members) for g, members in snapshot.groups.items()}
+    assert ledger["unresolved"] == len(domain.unresolved(snapshot))
     assert view_rows.case_rows(snapshot).counts.get("unresolved", 0) == workspace["counts"]["unresolved"]
 
 
