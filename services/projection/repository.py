@@ -13,7 +13,7 @@ from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
 from services.projection.view_repository import SqlViews
-from shared.db.queries import items_with_outcomes, lock_case_shared, still_open
+from shared.db.queries import dicts, items_with_outcomes, lock_case_shared, still_open
 from shared.db.session import Database
 from shared.db.tables import (
     agents,
@@ -220,7 +220,7 @@ class SqlReads:
             .order_by(proposals.c.created_at, proposals.c.proposal_id)
             .limit(limit)
         )
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
     async def proposal_items_status(self, proposal_ids: list[str]) -> dict[str, list[dict]]:
         if not proposal_ids:
@@ -245,7 +245,7 @@ class SqlReads:
             .order_by(proposals.c.created_at.desc())
             .limit(limit)
         )
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
     async def source_list(self, case_id: str) -> list[dict[str, Any]]:
         derived = (
@@ -273,13 +273,13 @@ class SqlReads:
             .where(sources.c.case_id == case_id, sources.c.status == ACTIVE)
             .order_by(sources.c.revision, sources.c.source_id)
         )
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
     async def sources_by_id(self, case_id: str, source_ids: list[str]) -> dict[str, dict]:
         rows = await self.connection.execute(
             select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(source_ids))
         )
-        return {r["source_id"]: dict(r) for r in rows.mappings()}
+        return {r["source_id"]: r for r in dicts(rows)}
 
     async def derived_claims(
         self, case_id: str, source_ids: list[str], cap: int
@@ -393,7 +393,7 @@ class SqlReads:
             select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
             .order_by(merge_groups.c.revision, merge_groups.c.group_id)
         )
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
     # --- the projection's inbox ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.view_rows import NEVER_BUILT, CaseRows, ClaimRow, SourceRow, UnresolvedRow, ViewState
+from shared.db.queries import dicts
 from shared.db.tables import claims, sources
 from shared.db.view_tables import (
     case_views,
@@ -283,7 +284,7 @@ class SqlViews:
             return []
         found = await self.connection.execute(select(*SOURCE_FIELDS).where(
             sources.c.case_id == case_id, sources.c.source_id.in_([p.source_id for p in picked])))
-        by_id = {r["source_id"]: dict(r) for r in found.mappings()}
+        by_id = {r["source_id"]: r for r in dicts(found)}
         return [by_id[p.source_id] | {"derived": p.cited_by} for p in picked]
 
     async def source_page(self, case_id: str, focus: str, limit: int) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
-from shared.db.queries import ledger_facts
+from shared.db.queries import dicts, ledger_facts
 from shared.db.tables import (
     change_log,
     claim_sources,
@@ -251,7 +251,7 @@ class SqlLedger:
             .where(claim_sources.c.case_id == case_id, claims.c.status == ACTIVE)
             .order_by(claim_sources.c.claim_id, claim_sources.c.position)
         )
-        citations = [dict(r) for r in citation_rows.mappings()]
+        citations = dicts(citation_rows)
         cited = {c["source_id"] for c in citations}
         source_rows = await self.connection.execute(
             select(sources.c.source_id, sources.c.title, sources.c.publisher, sources.c.type, sources.c.status)
@@ -272,10 +272,10 @@ class SqlLedger:
             .where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
             .order_by(merge_groups.c.group_id, merge_group_members.c.claim_id)
         )
-        return {"claims": [dict(r) for r in claim_rows.mappings()], "citations": citations,
-                "sources": [dict(r) for r in source_rows.mappings()],
-                "relations": [dict(r) for r in relation_rows.mappings()],
-                "members": [dict(r) for r in member_rows.mappings()]}
+        return {"claims": dicts(claim_rows), "citations": citations,
+                "sources": dicts(source_rows),
+                "relations": dicts(relation_rows),
+                "members": dicts(member_rows)}
 
     async def evidence(self, case_id: str, refs: References) -> dict[str, dict[str, dict[str, Any]]]:
         found: dict[str, dict[str, dict[str, Any]]] = {"sources": {}, "claims": {}}
@@ -283,7 +283,7 @@ class SqlLedger:
             rows = await self.connection.execute(
                 select(sources).where(sources.c.case_id == case_id, sources.c.source_id.in_(refs.sources))
             )
-            found["sources"] = {r["source_id"]: dict(r) for r in rows.mappings()}
+            found["sources"] = {r["source_id"]: r for r in dicts(rows)}
         if refs.claims:
             rows = await self.connection.execute(
                 select(claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, claims.c.status,
@@ -292,7 +292,7 @@ class SqlLedger:
                     evidence_health.c.case_id == claims.c.case_id, evidence_health.c.claim_id == claims.c.claim_id)))
                 .where(claims.c.case_id == case_id, claims.c.claim_id.in_(refs.claims))
             )
-            found["claims"] = {r["claim_id"]: dict(r) for r in rows.mappings()}
+            found["claims"] = {r["claim_id"]: r for r in dicts(rows)}
         return found
 
     # --- the change log --------------------------------------------------------------------------
@@ -309,7 +309,7 @@ class SqlLedger:
         if before is not None:
             query = query.where(change_log.c.revision < before)
         rows = await self.connection.execute(query.order_by(change_log.c.revision.desc()).limit(limit))
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
     async def ended(self, case_id: str, oldest: int, newest: int) -> list[dict[str, Any]]:
         """Records that left the ledger (superseded or retired) in a range of revisions, oldest first."""

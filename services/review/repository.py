@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
-from shared.db.queries import items_with_outcomes, lock_case_exclusive, still_open
+from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.tables import (
     case_focus,
     cases,
@@ -87,7 +87,7 @@ class SqlCases:
             .select_from(cases.outerjoin(pending, pending.c.case_id == cases.c.case_id))
             .order_by(cases.c.created_at, cases.c.case_id)
         )
-        return [dict(r) for r in rows.mappings()]
+        return dicts(rows)
 
 
 def _items_query(proposal_ids: Sequence[str]):  # noqa: ANN202

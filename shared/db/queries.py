@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, exists, select, text
+from sqlalchemy import Result, and_, exists, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.tables import (
@@ -64,6 +64,13 @@ async def ledger_facts(connection: AsyncConnection, case_id: str, revision: int,
         )
         facts.groups = {r.group_id for r in rows}
     return facts
+
+
+def dicts(result: Result[Any]) -> list[dict[str, Any]]:
+    """A result's rows as plain dicts: its keys are read once (`dict(row_mapping)` builds them for every row,
+    three times the cost of the rows themselves at a few thousand)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result]
 
 
 def still_open() -> Any:
