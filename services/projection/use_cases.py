@@ -52,7 +52,7 @@ async def _at_view(uow: ProjectionUnitOfWork, find_case: Callable[[], Awaitable[
                                       or (attempt == CATCH_UP_ATTEMPTS and state.revision >= 0)):
                 return await answer(case, state)
         await read_models.catch_up(uow, case.case_id)
-    raise Unavailable("the case's view is still being built", hint="call get_workspace again in a moment")
+    raise Unavailable("the case's view is still being built", hint="ask again in a moment")
 
 
 async def _workspace(uow: ProjectionUnitOfWork, request: ToolRequest[GetWorkspaceArgs], scope: str, case: Any,
