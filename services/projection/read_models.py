@@ -166,7 +166,7 @@ class Change:
     async def _end_groups(self, group_ids: list[str]) -> None:
         if not group_ids:
             return
-        members = await self.views.members(self.case_id, group_ids)
+        members = [m for found in (await self.views.members_of(self.case_id, group_ids)).values() for m in found]
         self.units |= {r.unit for r in (await self.views.claims(self.case_id, members)).values()}
         await self.views.drop_groups(self.case_id, group_ids)
         self.delta.subtract({name: n * len(group_ids) for name, n in GROUP_COUNTS.items()})

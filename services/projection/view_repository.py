@@ -191,11 +191,6 @@ class SqlViews:
 
     # --- merge groups -----------------------------------------------------------------------------------
 
-    async def members(self, case_id: str, group_ids: Sequence[str]) -> list[str]:
-        rows = await self.connection.execute(select(view_group_members.c.claim_id).where(
-            view_group_members.c.case_id == case_id, view_group_members.c.group_id.in_(group_ids)))
-        return [r.claim_id for r in rows]
-
     async def groups_around(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, list[str]]:
         """The active groups holding any of the claims, with those of their members that are among them."""
         rows = await self.connection.execute(select(view_group_members.c.group_id, view_group_members.c.claim_id)
