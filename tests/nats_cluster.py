@@ -18,6 +18,10 @@ from services.cli.embedded import free_port, nats_server_binary
 SIZE = 3
 
 
+class ServerExited(RuntimeError):
+    """A server of the cluster exited before the cluster formed (most often: its port was taken)."""
+
+
 class NatsCluster:
     def __init__(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="threadline-nats-cluster-"))
@@ -45,11 +49,25 @@ class NatsCluster:
         )
         log.close()
 
-    async def start(self, timeout: float = 60.0) -> NatsCluster:
-        for n in range(SIZE):
-            self.start_server(n)
-        await self.wait_until_replicating(timeout)
-        return self
+    async def start(self, timeout: float = 60.0, attempts: int = 3) -> NatsCluster:
+        """Start the three servers and wait until they replicate. A port can be taken by another process
+        between `free_port` and the server's bind, and that server exits: then all three start again, on
+        new ports and empty stores."""
+        for attempt in range(1, attempts + 1):
+            for n in range(SIZE):
+                self.start_server(n)
+            try:
+                await self.wait_until_replicating(timeout)
+                return self
+            except ServerExited:
+                if attempt == attempts:
+                    raise
+                self._halt()
+                for n in range(SIZE):
+                    shutil.rmtree(self.workdir / f"n{n}", ignore_errors=True)
+                self.client_ports = [free_port() for _ in range(SIZE)]
+                self.route_ports = [free_port() for _ in range(SIZE)]
+        raise AssertionError("unreachable")
 
     async def wait_until_replicating(self, timeout: float) -> None:
         """Until the cluster has a JetStream meta leader and can place a stream on all three servers."""
@@ -57,6 +75,9 @@ class NatsCluster:
         probe = f"PROBE_{secrets.token_hex(3).upper()}"
         last: Exception | None = None
         while asyncio.get_running_loop().time() < deadline:
+            exited = [n for n, process in enumerate(self.processes) if process is not None and process.poll() is not None]
+            if exited:
+                raise ServerExited(f"nats-server {exited} exited while the cluster formed; logs in {self.workdir}")
             try:
                 connection = await nats.connect(self.url(0), connect_timeout=1, allow_reconnect=False)
             except Exception as error:  # noqa: BLE001 - not listening yet
@@ -82,6 +103,10 @@ class NatsCluster:
             process.wait()
 
     def stop(self) -> None:
+        self._halt()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _halt(self) -> None:
         for process in self.processes:
             if process is not None and process.poll() is None:
                 process.terminate()
@@ -90,4 +115,3 @@ class NatsCluster:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        shutil.rmtree(self.workdir, ignore_errors=True)

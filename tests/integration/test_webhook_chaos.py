@@ -63,7 +63,8 @@ async def test_a_webhooks_service_killed_mid_delivery_loses_no_event_and_keeps_t
             for i in range(3):
                 await agent.accepted("stage_sources", sources=[source_item(f"before-{i}")])
             # Held open, mid-delivery. (A bound, not a timing: on a loaded machine the first delivery can take a while.)
-            await receiver.wait_for(lambda requests: len(requests) == 1, timeout=60)
+            # At least one: on a slow machine the held request may already have timed out and been sent again.
+            await receiver.wait_for(lambda requests: len(requests) >= 1, timeout=60)
             services.kill(first)
             receiver.release()
             for i in range(2):  # while no webhooks service runs: the durable consumer keeps these
