@@ -6,17 +6,15 @@ from functools import lru_cache
 
 import mcp_types as types
 
+from shared.kinds import KINDS
 from shared.spec import ToolSpec, all_tools
 from shared.subjects import Command
 
+# The stage_* tools come from the kinds of staged item, each of which names its tool and command.
 COMMAND_OF_TOOL: dict[str, Command] = {
     "get_workspace": Command.GET_WORKSPACE,
     "inspect_sources": Command.INSPECT_SOURCES,
-    "stage_sources": Command.STAGE_SOURCES,
-    "stage_claims": Command.STAGE_CLAIMS,
-    "stage_relations": Command.STAGE_RELATIONS,
-    "stage_merge": Command.STAGE_MERGE,
-    "stage_verdict": Command.STAGE_VERDICT,
+    **{kind.tool: kind.command for kind in KINDS.values()},
     "set_focus": Command.SET_FOCUS,
     "propose_claim_delta_from_source": Command.PROPOSE_CLAIM_DELTA,
     "get_company_context": Command.GET_COMPANY_CONTEXT,

@@ -28,12 +28,12 @@ from shared.db.tables import (
     item_decisions,
     merge_group_members,
     merge_groups,
-    projection_inbox,
     proposal_items,
     proposals,
     relations,
     sources,
 )
+from shared.db.view_tables import projection_inbox
 from shared.events import Origin
 from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork

@@ -265,9 +265,7 @@ item_decisions = Table(  # writer: review — the primary key makes every item d
     Column("decision_id", UUID(as_uuid=False), ForeignKey("decisions.decision_id"), nullable=False),
     Column("outcome", Text, nullable=False),
     PrimaryKeyConstraint("proposal_id", "item_id"),
-    ForeignKeyConstraint(
-        ["proposal_id", "item_id"], ["proposal_items.proposal_id", "proposal_items.item_id"]
-    ),
+    ForeignKeyConstraint(["proposal_id", "item_id"], ["proposal_items.proposal_id", "proposal_items.item_id"]),
     CheckConstraint("outcome IN ('accepted', 'rejected')", name="outcome_known"),
 )
 
@@ -418,9 +416,7 @@ delta_operations = Table(  # writer: thesis-delta
     Column("note", Text),
     Column("revision_after", BigInteger),
     UniqueConstraint("company_id", "caller", "idempotency_key"),
-    CheckConstraint(
-        "status IN ('previewed', 'committed', 'accepted', 'rejected')", name="status_known"
-    ),
+    CheckConstraint("status IN ('previewed', 'committed', 'accepted', 'rejected')", name="status_known"),
 )
 Index("ix_delta_operations_company_status", delta_operations.c.company_id, delta_operations.c.status)
 
@@ -442,18 +438,7 @@ outbox = Table(  # writers: every service, in the transaction of the change; rel
 )
 Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
 
-# --- read models (writer: projection) ---------------------------------------------------------------
-
-projection_inbox = Table(  # writer: projection — events already applied, recorded with their effect
-    "projection_inbox",
-    metadata,
-    Column("event_id", UUID(as_uuid=False), primary_key=True),
-    Column("event_type", Text, nullable=False),
-    Column("stream_seq", BigInteger, nullable=False),
-    Column("applied_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-)
-
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
-# --- the projection's case views (writer: projection): in view_tables.py, likewise ---------------------
+# --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
 
 from shared.db import view_tables, webhook_tables  # noqa: E402, F401

@@ -1,6 +1,6 @@
-"""The projection's case views (writer: projection), kept row by row from each ledger change.
+"""The projection's case views (writer: projection), kept row by row from each ledger change, and its inbox.
 
-Derived from the ledger and rebuildable at any time. Every id and sort key is in the "C" collation, so
+The views are derived from the ledger and rebuildable at any time; the inbox records the events applied. Every id and sort key is in the "C" collation, so
 that the database orders them as Python does. They live beside shared/db/tables.py, which imports this
 module, only to keep each module short.
 """
@@ -21,7 +21,7 @@ from sqlalchemy import (
     Text,
     func,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
 from shared.db.tables import metadata
 
@@ -125,3 +125,12 @@ view_unresolved = Table(  # writer: projection — the unresolved section, one r
     PrimaryKeyConstraint("case_id", "band", "claim_revision", "claim_id", "position"),
 )
 Index("ix_view_unresolved_claim", view_unresolved.c.case_id, view_unresolved.c.claim_id)
+
+projection_inbox = Table(  # writer: projection — events already applied, recorded with their effect
+    "projection_inbox",
+    metadata,
+    Column("event_id", UUID(as_uuid=False), primary_key=True),
+    Column("event_type", Text, nullable=False),
+    Column("stream_seq", BigInteger, nullable=False),
+    Column("applied_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)

@@ -8,9 +8,10 @@ import pytest
 from rich.console import Console
 
 from services.cli.bench.anchors import checked, scratch_table_ddl, staged_answer
+from services.cli.bench.calls import stage_claims_args
 from services.cli.bench.report import agents_table, figure, scale_tables, stage_tables, times
 from services.cli.bench.stats import stage_report, with_scale_ratios
-from services.cli.bench.system import replicas, stage_claims_args
+from services.cli.bench.system import replicas
 from shared.spec import spec_tools, validate_arguments
 
 

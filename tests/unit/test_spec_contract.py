@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.gateway.tools import mcp_tools
+from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools
+from shared.contracts import command_requests
 from shared.spec import SPEC_DIR, SPEC_FILES, ArgumentError, spec_tools, validate_arguments
 
 UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "spec"
@@ -28,6 +29,12 @@ def test_served_tools_carry_spec_names_descriptions_and_schemas_exactly():
     for tool in expected:
         assert served[tool["name"]].description == tool["description"]
         assert served[tool["name"]].input_schema == tool["inputSchema"]
+
+
+def test_every_served_tool_is_answered_by_a_command_with_a_contract():
+    served = [tool.name for tool in mcp_tools()]
+    assert sorted(COMMAND_OF_TOOL) == sorted(served)
+    assert all(COMMAND_OF_TOOL[name] in command_requests() for name in served)
 
 
 def test_tool_annotations_follow_kind():

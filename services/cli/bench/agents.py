@@ -20,16 +20,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
+from services.cli.bench.calls import mcp_agent, stage_claims_args, tool_outcome
 from services.cli.bench.stats import agents_report, outcome_of
-from services.cli.bench.system import (
-    BenchCase,
-    Reviewer,
-    System,
-    machine,
-    mcp_agent,
-    stage_claims_args,
-    tool_outcome,
-)
+from services.cli.bench.system import BenchCase, Reviewer, System, machine
 from shared.settings import Settings
 
 IDLE_POLL_SECONDS = 0.05

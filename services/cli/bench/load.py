@@ -9,8 +9,8 @@ from typing import Any
 
 import psutil
 
+from services.cli.bench.calls import mcp_agent, tool_outcome
 from services.cli.bench.stats import Run
-from services.cli.bench.system import mcp_agent, tool_outcome
 
 # (agent index, call index, the agent's get_workspace answer) → the call's arguments
 Arguments = Callable[[int, int, dict[str, Any]], dict[str, Any]]

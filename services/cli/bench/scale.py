@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
+from services.cli.bench.calls import mcp_agent, stage_claims_args, tool_outcome
 from services.cli.bench.stats import (
     Cycle,
     edge_rates,
@@ -28,15 +29,7 @@ from services.cli.bench.stats import (
     scale_sizes,
     with_scale_ratios,
 )
-from services.cli.bench.system import (
-    BenchCase,
-    Reviewer,
-    System,
-    machine,
-    mcp_agent,
-    stage_claims_args,
-    tool_outcome,
-)
+from services.cli.bench.system import BenchCase, Reviewer, System, machine
 from shared.errors import Unavailable
 from shared.settings import Settings
 

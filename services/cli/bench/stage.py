@@ -22,9 +22,10 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from services.cli.bench import plot
 from services.cli.bench.anchors import ANCHOR_CASE, AnchorProcess, checked, scratch_table_ddl
+from services.cli.bench.calls import stage_claims_args
 from services.cli.bench.load import Load, settle
 from services.cli.bench.stats import Run, medians, round_order, stage_report
-from services.cli.bench.system import System, machine, replicas, stage_claims_args
+from services.cli.bench.system import System, machine, replicas
 from services.cli.embedded import free_port
 from shared.db.session import asyncpg_dsn
 from shared.settings import Settings

@@ -1,4 +1,6 @@
-"""The running system as the benchmarks use it: bench cases and tokens, MCP agents and API reviewers."""
+"""The running system as the benchmarks use it: bench cases and tokens, and reviewers on the HTTP API.
+
+What the agents send over MCP is in calls.py."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from services.gateway.auth import TokenStore
 from shared.db.session import Database
@@ -35,23 +35,6 @@ def bench_source(source_id: str) -> dict[str, Any]:
         "evidenceText": f"Measured figures of {source_id}.",
         "provenanceNote": "Recorded by `threadline bench`; not a real publication.",
     }
-
-
-def bench_claim(claim_id: str, source_ids: list[str]) -> dict[str, Any]:
-    return {
-        "id": claim_id,
-        "text": f"Bench claim {claim_id} holds.",
-        "kind": "observation",
-        "confidence": "supported",
-        "sourceIds": source_ids,
-        "transformationNote": "Restated the measured figure.",
-        "proposalRationale": "One independently reviewable proposition.",
-    }
-
-
-def stage_claims_args(case_id: str, revision: int, claim_ids: list[str], source_ids: list[str]) -> dict[str, Any]:
-    return {"expectedCaseId": case_id, "expectedRevision": revision,
-            "claims": [bench_claim(c, source_ids[:1]) for c in claim_ids]}
 
 
 def machine() -> dict[str, Any]:
@@ -78,22 +61,6 @@ class BenchCase:
     case_id: str
     source_ids: list[str]
     revision: int
-
-
-@asynccontextmanager
-async def mcp_agent(url: str, token: str) -> AsyncIterator[Client]:
-    """The official MCP client over Streamable HTTP, as an agent host uses it."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT)
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
-        yield client
-
-
-def tool_outcome(result: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """A tool result's JSON and, when it is an error, the error's code."""
-    content = result.structured_content or {}
-    if result.is_error:
-        return content, (content.get("error") or {}).get("code", "tool_error")
-    return content, None
 
 
 @dataclass
