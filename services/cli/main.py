@@ -257,21 +257,24 @@ def projection_rebuild(data_dir: DataDir = None) -> None:
     typer.echo(f"rebuilt the read models of {_run(run())} case(s)")
 
 
+AsJson = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout (progress stays on stderr).")]
+
+
 @bench_app.command("events")
 def bench_events(
-    decisions: Annotated[int, typer.Option(help="Decisions per phase.")] = 200,
-    reviewers: Annotated[int, typer.Option(help="Concurrent reviewers in the loaded phase.")] = 32,
+    decisions: Annotated[int, typer.Option(min=1, help="Decisions per phase.")] = 200,
+    reviewers: Annotated[int, typer.Option(min=1, help="Concurrent reviewers in the loaded phase.")] = 32,
+    as_json: AsJson = False,
     data_dir: DataDir = None,
 ) -> None:
     """Commit-to-subscriber latency of change events, at rest and under concurrent decisions."""
-    from services.cli.bench.events import Bench
+    from rich.console import Console
 
-    results = _run(Bench(_settings(data_dir)).run(decisions, reviewers))
-    for result in results:
-        typer.echo(json.dumps(result))
+    from services.cli.bench.events import run_events
+    from services.cli.bench.report import events_table
 
-
-AsJson = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout (progress stays on stderr).")]
+    report = _run(run_events(_settings(data_dir), decisions, reviewers, Console(stderr=True)))
+    _report(report, as_json, [events_table(report)])
 
 
 def _report(report: dict, as_json: bool, tables: list) -> None:

@@ -1,4 +1,4 @@
-"""`threadline bench stage|scale|agents` run end to end, very briefly, against the running stack.
+"""`threadline bench stage|scale|agents|events` run end to end, very briefly, against the running stack.
 
 These check that each benchmark works and cleans up after itself, never how fast anything is.
 """
@@ -87,3 +87,13 @@ async def test_bench_agents_counts_every_stage_call_by_outcome_beside_a_reviewer
     assert sum(report["repeats"].values()) >= 1, "a stored call was sent again identically"
     assert 0 <= report["staleShare"] <= 1
     assert await open_bench_tokens(stack) == 0
+
+
+async def test_bench_events_times_every_decisions_event_at_rest_and_under_load(stack):
+    report = await asyncio.to_thread(bench, stack, "events", "--decisions", "6", "--reviewers", "3")
+    at_rest, loaded = report["phases"]
+    assert at_rest["decisions"] == 6 and loaded["decisions"] == 6  # 3 reviewers deciding 2 each
+    for phase in (at_rest, loaded):
+        assert 0 <= phase["p50Ms"] <= phase["p90Ms"] <= phase["p99Ms"] <= phase["maxMs"]
+        assert phase["decisionsPerSecond"] > 0
+    assert report["machineBefore"]["cores"] >= 1

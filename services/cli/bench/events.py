@@ -20,8 +20,11 @@ from typing import Any
 
 import nats
 from nats.js.api import DeliverPolicy
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from services.cli.bench.stats import percentile
+from services.cli.bench.system import machine
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor
 from shared.db.session import Database
@@ -52,6 +55,7 @@ class Bench:
         self.arrivals: dict[str, float] = {}
         self.sent_at: dict[str, float] = {}
         self.arrived = asyncio.Condition()
+        self.on_arrival: Any = lambda: None
 
     async def prepare_case(self, n: int, proposals: int) -> list[tuple[str, str]]:
         case_id = f"bench-{self.run_id}-{n}"
@@ -79,6 +83,7 @@ class Bench:
             async with self.arrived:
                 self.arrivals[event["data"]["decisionId"]] = (arrived - committed) * 1000
                 self.arrived.notify_all()
+            self.on_arrival()
 
         every_case = Subjects(self.settings.nats_prefix).case_event("*", EventType.LEDGER_CHANGED)
         return await js.subscribe(every_case, cb=on_event,
@@ -96,7 +101,7 @@ class Bench:
             await asyncio.wait_for(self.arrived.wait_for(lambda: all(d in self.arrivals for d in decision_ids)),
                                    timeout)
 
-    async def run(self, decisions: int, reviewers: int) -> list[dict[str, Any]]:
+    async def run(self, decisions: int, reviewers: int, progress: Progress) -> list[dict[str, Any]]:
         broker = create_broker(self.settings, role=OPERATOR, name="threadline-bench")
         await broker.connect()
         db = Database.from_url(self.settings.resolved_database_url(), pool_size=2, application_name="threadline-bench")
@@ -108,9 +113,12 @@ class Bench:
             per_reviewer = max(1, decisions // reviewers)
             at_rest = await self.prepare_case(0, decisions)
             loaded = await asyncio.gather(*(self.prepare_case(n + 1, per_reviewer) for n in range(reviewers)))
+            rest_task = progress.add_task("at rest: events arrived", total=len(at_rest))
+            load_task = progress.add_task(f"{reviewers} reviewers: events arrived", total=per_reviewer * reviewers)
 
             started = time.perf_counter()
             rest_ids = []
+            self.on_arrival = lambda: progress.advance(rest_task)
             for revision, (proposal_id, item) in enumerate(at_rest):
                 decision_id = await self.decide(proposal_id, item, "bench-reviewer", revision)
                 await self.wait_for([decision_id])
@@ -122,6 +130,7 @@ class Bench:
                 return [await self.decide(p, i, f"bench-reviewer-{n}", r) for r, (p, i) in enumerate(staged)]
 
             started = time.perf_counter()
+            self.on_arrival = lambda: progress.advance(load_task)
             load_ids = [d for ids in await asyncio.gather(*(reviewer(n, s) for n, s in enumerate(loaded)))
                         for d in ids]
             await self.wait_for(load_ids, timeout=120)
@@ -137,3 +146,14 @@ class Bench:
             describe(f"under load ({reviewers} concurrent reviewers)", [self.arrivals[d] for d in load_ids],
                      load_seconds, len(load_ids)),
         ]
+
+
+async def run_events(settings: Settings, decisions: int, reviewers: int, console: Console) -> dict[str, Any]:
+    """The events bench's report: each phase's decisions and commit-to-subscriber latencies."""
+    before = machine()
+    progress = Progress(TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(),
+                        console=console)
+    with progress:
+        phases = await Bench(settings).run(decisions, reviewers, progress)
+    return {"decisions": decisions, "reviewers": reviewers, "phases": phases,
+            "machineBefore": before, "machineAfter": machine()}

@@ -8,6 +8,8 @@ from rich.table import Table
 
 from services.cli.bench.stats import OUTCOMES, SCALE_MEASURES, reference_name
 
+EVENT = "threadline.ledger.changed"
+
 
 def figure(value: Any, unit: str = "", digits: int = 1) -> str:
     if value is None:
@@ -108,4 +110,14 @@ def agents_table(report: dict[str, Any]) -> Table:
     table.add_row("reviewers' refusals", str(decided["refused"]), "")
     for outcome, count in sorted(report["repeats"].items()):
         table.add_row(f"identical repeats {outcome}", str(count), "")
+    return table
+
+
+def events_table(report: dict[str, Any]) -> Table:
+    table = Table(title=f"bench events: commit → subscriber latency of {EVENT}", title_justify="left")
+    for column in ("phase", "decisions", "decisions/s", "p50", "p90", "p99", "max"):
+        table.add_column(column, justify="left" if column == "phase" else "right")
+    for phase in report["phases"]:
+        table.add_row(phase["phase"], str(phase["decisions"]), figure(phase["decisionsPerSecond"]),
+                      *(figure(phase[key], " ms", 2) for key in ("p50Ms", "p90Ms", "p99Ms", "maxMs")))
     return table
