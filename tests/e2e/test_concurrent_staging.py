@@ -12,11 +12,11 @@ from shared.db.queries import lock_case_exclusive
 from shared.db.tables import cases, outbox, proposal_items, proposals
 from tests.factories import agent_session, claim_item, decide, seed, source_item
 
-AGENTS = 32
-CALLS_PER_AGENT = 6 if not os.environ.get("THREADLINE_FULL") else 20
+AGENTS = 64  # as many concurrent agents as `threadline bench stage` runs
+CALLS_PER_AGENT = 3 if not os.environ.get("THREADLINE_FULL") else 10
 
 
-async def test_32_agents_stage_while_a_reviewer_accepts_mid_way(stack):
+async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
     async with agent_session(stack) as owner:
         source = (await seed(owner, sources=1))["sources"][0]
         trigger = await owner.stage("stage_sources", sources=[source_item("moves-the-ledger")])
