@@ -124,12 +124,3 @@ async def test_the_asyncapi_document_describes_every_subject_and_resolves(stack)
     assert page.status_code == 200 and "<script" not in page.text.lower()
     assert not re.search(r'(src|href)="https?://', page.text), "no external scripts or styles"
     assert served == document
-
-
-async def test_the_event_latency_benchmark_runs_and_reports_percentiles(stack):
-    done = await asyncio.to_thread(run, stack, "bench", "events", "--decisions", "6", "--reviewers", "3",
-                                   timeout=120)
-    assert done.returncode == 0, done.stderr
-    phases = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [p["decisions"] for p in phases] == [6, 6]
-    assert all(0 <= p["p50Ms"] <= p["p99Ms"] <= p["maxMs"] for p in phases)
