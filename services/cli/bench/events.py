@@ -15,6 +15,7 @@ import json
 import secrets
 import statistics
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -55,7 +56,7 @@ class Bench:
         self.arrivals: dict[str, float] = {}
         self.sent_at: dict[str, float] = {}
         self.arrived = asyncio.Condition()
-        self.on_arrival: Any = lambda: None
+        self.on_arrival: Callable[[], None] = lambda: None  # the progress display's tick
 
     async def prepare_case(self, n: int, proposals: int) -> list[tuple[str, str]]:
         case_id = f"bench-{self.run_id}-{n}"

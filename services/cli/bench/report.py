@@ -7,8 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from services.cli.bench.stats import OUTCOMES, SCALE_MEASURES, reference_name
-
-EVENT = "threadline.ledger.changed"
+from shared.events import EventType
 
 
 def figure(value: Any, unit: str = "", digits: int = 1) -> str:
@@ -114,7 +113,7 @@ def agents_table(report: dict[str, Any]) -> Table:
 
 
 def events_table(report: dict[str, Any]) -> Table:
-    table = Table(title=f"bench events: commit → subscriber latency of {EVENT}", title_justify="left")
+    table = Table(title=f"bench events: commit → subscriber latency of {EventType.LEDGER_CHANGED.value}", title_justify="left")
     for column in ("phase", "decisions", "decisions/s", "p50", "p90", "p99", "max"):
         table.add_column(column, justify="left" if column == "phase" else "right")
     for phase in report["phases"]:
