@@ -405,6 +405,7 @@ class DecideDelta(DeltaDecision):
 
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
+    from shared.graph_contracts import CaseGraphRef
     from shared.subjects import Command
     from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
@@ -423,7 +424,7 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.LIST_CASES: ListCases,
         Command.GET_CASE: CaseRef,
         Command.CASE_HISTORY: CaseHistory,
-        Command.CASE_GRAPH: CaseRef,
+        Command.CASE_GRAPH: CaseGraphRef,
         Command.ADD_GUIDANCE: AddGuidance,
         Command.RECORD_SOURCES: RecordSources,
         Command.RETIRE_RECORDS: RetireRecords,

@@ -1,8 +1,10 @@
 """The argument map: the graph response's model, its layered layout (grandalf's Sugiyama), and its inline SVG.
 
-The SVG needs no script and no inline style, so it renders under the UI's Content-Security-Policy. Relation
-types differ in dash pattern, arrow marker and a text label, never in colour alone; merge groups are drawn
-as one cluster; every node links to its record on the case page.
+The SVG is drawn at its natural size (text 12 px and up, never shrunk to fit), needs no script and no inline
+style, so it renders under the UI's Content-Security-Policy as a plain scrollable drawing; static/argument-map.js
+adds pan and zoom. Relation types differ in dash pattern, arrow marker and a text label, never in colour alone;
+merge groups are drawn as one cluster; every claim links to its focus view, every node to its row on the page.
+The layout and the drawing are functions of the graph alone, whatever revision or source it was read from.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Literal
+from urllib.parse import urlencode
 
 from grandalf.graphs import Edge, Graph, Vertex
 from grandalf.layouts import SugiyamaLayout
@@ -42,6 +45,7 @@ class GraphNode(Contract):
     lost: list[LostRef] = Field(default=[], description="What a re-rated claim or verdict lost (bounded).")
     publisher: str | None = None
     source_type: str | None = None
+    relations_omitted: int = Field(default=0, description="A claim's relations to claims the map does not draw.")
 
 
 class GraphEdge(Contract):
@@ -72,11 +76,23 @@ class GraphCut(Contract):
     note: str
 
 
+class GraphFocus(Contract):
+    """The centre of a neighbourhood map: the claims it is drawn around and why those."""
+
+    claim_ids: list[str]
+    hops: int = Field(description="The map holds the claims this many relations away from the centre.")
+    reason: Literal["requested", "verdict", "most_connected"] = Field(
+        description="`requested` (focus=), else the verdict or the most connected claims of a case too large "
+                    "to draw whole.")
+
+
 class CaseGraph(Contract):
-    """The argument map of a case: bounded; `cut` says what a case too large to draw whole left out."""
+    """The argument map of a case: bounded; `focus` says what a neighbourhood map is centred on, `cut` what a
+    focus view or a case too large to draw whole left out."""
 
     case_id: str
     revision: int
+    focus: GraphFocus | None = None
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     groups: list[GraphGroup]
@@ -86,14 +102,17 @@ class CaseGraph(Contract):
 
 # --- layout ----------------------------------------------------------------------------------------
 
-NODE_W = 210
-LINE_H = 14
-WRAP = 34
+NODE_W = 232
+LINE_H = 18  # one line of text: labels at 13 px, the lines around them at 12 px (static/ui.css)
+WRAP = 29  # label characters a line holds at 13 px in a box NODE_W wide
+MONO = 28  # characters a monospaced 12 px line holds in the same box
+CHAR_W = 7.4  # the width of one such monospaced character
 MAX_LINES = 4
 PAD = 10
-MARGIN = 24
-COMPONENT_GAP = 40
-LEGEND_H = 36
+MARGIN = 16
+COMPONENT_GAP = 48
+LEGEND_H = 40
+LEGEND_STEP = 160
 
 
 @dataclass
@@ -102,6 +121,7 @@ class _Box:
 
     node: GraphNode
     lines: list[str]
+    facts: list[tuple[str, str]]
     w: float = NODE_W
     h: float = 0.0
     x: float = 0.0
@@ -135,19 +155,21 @@ class _View:
         self.points = points
 
 
+def _fit(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
 def _lines(node: GraphNode) -> list[str]:
-    wrapped = textwrap.wrap(node.label, WRAP) or [""]
-    if len(wrapped) > MAX_LINES:
-        wrapped = wrapped[:MAX_LINES]
-        wrapped[-1] = wrapped[-1][: WRAP - 1] + "…"
-    return wrapped
+    """The label in lines of at most WRAP characters; a long one cut after MAX_LINES (the full text is in the
+    node's title, shown on hover and focus, and in its row)."""
+    return textwrap.wrap(node.label, WRAP, max_lines=MAX_LINES, placeholder=" …") or [""]
 
 
 def _blocks(graph: CaseGraph) -> tuple[list[_Block], dict[str, _Box], dict[str, _Block]]:
     """Every node in its block: merge groups that share a member form one cluster (union of overlaps)."""
-    boxes = {n.id: _Box(n, _lines(n)) for n in graph.nodes}
+    boxes = {n.id: _Box(n, _lines(n), facts(n)) for n in graph.nodes}
     for box in boxes.values():
-        box.h = (len(box.lines) + 2 + bool(_warning(box.node))) * LINE_H + PAD
+        box.h = (1 + len(box.lines) + len(box.facts)) * LINE_H + PAD
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -196,14 +218,16 @@ def layout(graph: CaseGraph) -> tuple[dict[str, _Box], list[_Block], dict[str, l
             layout_edges[key] = Edge(vertices[key[0]], vertices[key[1]])
             layout_edges[key].view = _View(0, 0)
     g = Graph(list(vertices.values()), list(layout_edges.values()))
-    verdicts = {id(block_of[n.id]) for n in graph.nodes if n.kind == VERDICT_NODE}
-    components = sorted(g.C, key=lambda c: (not any(id(v.data) in verdicts for v in c.sV), -len(c.sV)))
+    tops = {n.id for n in graph.nodes if n.kind == VERDICT_NODE} or set(graph.focus.claim_ids if graph.focus else ())
+    roots_of = {id(block_of[n]) for n in tops if n in block_of}
+    components = sorted(g.C, key=lambda c: (not any(id(v.data) in roots_of for v in c.sV), -len(c.sV)))
     left = MARGIN
     height = 0.0
     for component in components:
         sugiyama = SugiyamaLayout(component)
-        sugiyama.xspace, sugiyama.yspace = 28, 56
-        roots = [v for v in component.sV if id(v.data) in verdicts] or None
+        sugiyama.xspace, sugiyama.yspace = 24, 64
+        sugiyama.dw, sugiyama.dh = 8, 8  # a long edge passes through a layer as a narrow gap, not a box
+        roots = [v for v in component.sV if id(v.data) in roots_of and not v.e_in()] or None
         sugiyama.init_all(roots=roots)
         sugiyama.draw()
         placed = list(component.sV)
@@ -274,9 +298,21 @@ def _attr(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _href(case_id: str, node: GraphNode) -> str:
-    anchor = VERDICT_NODE if node.kind == VERDICT_NODE else f"{node.kind}-{node.id}"
-    return f"/ui/cases/{case_id}#{anchor}"
+@dataclass(frozen=True)
+class MapLinks:
+    """Where the map's links lead: a claim's focus view, and a record's row on the page the map is on. `keep`
+    holds the page's other query parameters, which every focus link carries on (an as-of view its revision)."""
+
+    case_id: str
+    keep: tuple[tuple[str, str], ...] = ()
+
+    def focus(self, claim_id: str | None = None) -> str:
+        query = urlencode([*self.keep, *([("focus", claim_id)] if claim_id else [])])
+        return f"/ui/cases/{self.case_id}{'?' if query else ''}{query}#argument-map"
+
+    @staticmethod
+    def row(node: GraphNode) -> str:
+        return "#" + (VERDICT_NODE if node.kind == VERDICT_NODE else f"{node.kind}-{node.id}")
 
 
 WARNINGS = {"unsupported": "⚠ UNSUPPORTED: sources retired", "weakened": "⚠ WEAKENED: basis lost support"}
@@ -288,25 +324,40 @@ def _state(node: GraphNode) -> str:
     return f"confidence: {node.confidence}"
 
 
-def _warning(node: GraphNode) -> str:
-    return WARNINGS.get(node.health or "", "")
+def facts(node: GraphNode) -> list[tuple[str, str]]:
+    """The lines under a node's label, each (class, text): its state, a re-rating, the relations not drawn.
+    Whatever else a node comes to carry (grounding, a prediction's outcome) is one more line here."""
+    lines = [("nstate", _state(node))]
+    if warning := WARNINGS.get(node.health or ""):
+        lines.append(("nwarn", warning))
+    if node.relations_omitted:
+        lines.append(("nmore", f"+{node.relations_omitted} relation{'s' if node.relations_omitted > 1 else ''}"
+                               " not drawn"))
+    return lines
 
 
-def _node_svg(case_id: str, box: _Box) -> str:
+def _node_svg(box: _Box, links: MapLinks, centre: bool) -> str:
     n = box.node
-    classes = " ".join(["node", n.kind, n.status, n.health or ""]).strip()
+    classes = " ".join([k for k in ("node", n.kind, n.status, n.health or "", "centre" if centre else "") if k])
     x, y = box.x - box.w / 2, box.y - box.h / 2
-    text = [f'<text x="{x + PAD:.1f}" y="{y + LINE_H:.1f}" class="nid">{_attr(n.kind)} {_attr(n.id)}</text>']
+    header = _fit(f"{'◎ ' if centre else ''}{n.kind} {n.id}", MONO)
+    text = [f'<text x="{x + PAD:.1f}" y="{y + LINE_H:.1f}" class="nid">{_attr(header)}</text>']
     for i, line in enumerate(box.lines, 2):
-        text.append(f'<text x="{x + PAD:.1f}" y="{y + i * LINE_H:.1f}">{_attr(line)}</text>')
-    text.append(f'<text x="{x + PAD:.1f}" y="{y + (len(box.lines) + 2) * LINE_H:.1f}" class="nstate">'
-                f'{_attr(_state(n))}</text>')
-    if warning := _warning(n):
-        text.append(f'<text x="{x + PAD:.1f}" y="{y + (len(box.lines) + 3) * LINE_H:.1f}" class="nwarn">'
-                    f'{_attr(warning)}</text>')
-    return (f'<a href="{_attr(_href(case_id, n))}" class="map-node" data-node="{_attr(n.id)}">'
-            f'<title>{_attr(n.kind)} {_attr(n.id)}: {_attr(n.label)}</title><g class="{_attr(classes)}">'
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6"/>{"".join(text)}</g></a>')
+        text.append(f'<text x="{x + PAD:.1f}" y="{y + i * LINE_H:.1f}" class="nlabel">{_attr(line)}</text>')
+    for i, (kind, line) in enumerate(box.facts, len(box.lines) + 2):
+        text.append(f'<text x="{x + PAD:.1f}" y="{y + i * LINE_H:.1f}" class="{kind}">{_attr(line)}</text>')
+    ring = (f'<rect x="{x - 5:.1f}" y="{y - 5:.1f}" width="{box.w + 10:.1f}" height="{box.h + 10:.1f}" rx="10" '
+            f'class="ring"/>') if centre else ""
+    own = links.row(n) if n.kind == "source" else links.focus(n.id)
+    drawn = (f'<a href="{_attr(own)}" class="map-node" data-node="{_attr(n.id)}" data-kind="{_attr(n.kind)}">'
+             f'<title>{_attr(n.kind)} {_attr(n.id)}: {_attr(n.label)}</title><g class="{_attr(classes)}">{ring}'
+             f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6"/>{"".join(text)}</g></a>')
+    if n.kind == "source":
+        return drawn
+    # A claim's box opens its focus view; this link beside it leads to its row (the full text, its sources).
+    return (f'{drawn}<a href="{_attr(links.row(n))}" class="map-row" data-row="{_attr(n.id)}">'
+            f'<title>{_attr(n.kind)} {_attr(n.id)} on this page</title><text x="{x + box.w - PAD:.1f}" '
+            f'y="{y + (len(box.lines) + 2) * LINE_H:.1f}" text-anchor="end">row ↓</text></a>')
 
 
 def _edge_svg(edge: GraphEdge, points: Sequence[tuple[float, float]]) -> str:
@@ -314,11 +365,12 @@ def _edge_svg(edge: GraphEdge, points: Sequence[tuple[float, float]]) -> str:
     path = " ".join(f"{'M' if i == 0 else 'L'}{px:.1f},{py:.1f}" for i, (px, py) in enumerate(points))
     drawn = (f'<path d="{path}" class="edge {edge.type}" marker-end="url(#{marker})"'
              + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+    said = f"<title>{_attr(edge.source)} {_attr(edge.type)} {_attr(edge.target)}</title>"
     if edge.type == "cites":
-        return f'<g data-edge="{_attr(edge.id)}">{drawn}</g>'
+        return f'<g data-edge="{_attr(edge.id)}">{said}{drawn}</g>'
     (ax, ay), (bx, by) = points[len(points) // 2 - 1], points[len(points) // 2]
-    label = f'<text x="{(ax + bx) / 2:.1f}" y="{(ay + by) / 2 - 3:.1f}" class="elabel">{_attr(edge.type)}</text>'
-    return f'<g data-edge="{_attr(edge.id)}" data-type="{_attr(edge.type)}">{drawn}{label}</g>'
+    label = f'<text x="{(ax + bx) / 2:.1f}" y="{(ay + by) / 2 - 4:.1f}" class="elabel">{_attr(edge.type)}</text>'
+    return f'<g data-edge="{_attr(edge.id)}" data-type="{_attr(edge.type)}">{said}{drawn}{label}</g>'
 
 
 def _cluster_svg(block: _Block) -> str:
@@ -326,9 +378,13 @@ def _cluster_svg(block: _Block) -> str:
     bottom = max(b.y + b.h / 2 for b in block.boxes) + PAD
     x = block.boxes[0].x - block.boxes[0].w / 2 - PAD
     names = ", ".join(f"{g.label} ({g.group_id})" for g in block.groups)
+    title = _fit(f"merge group: {names}", int((block.w - 2 * PAD) / CHAR_W))
+    omitted = sum(g.members_omitted for g in block.groups)
+    beyond = f" ({omitted} more member{'s' if omitted > 1 else ''} not drawn)" if omitted else ""
     return (f'<g class="cluster" data-group="{_attr(" ".join(g.group_id for g in block.groups))}">'
+            f'<title>merge group: {_attr(names)}{beyond}</title>'
             f'<rect x="{x:.1f}" y="{top:.1f}" width="{block.w:.1f}" height="{bottom - top:.1f}" rx="10"/>'
-            f'<text x="{x + PAD:.1f}" y="{top + LINE_H:.1f}" class="nid">merge group: {_attr(names)}</text></g>')
+            f'<text x="{x + PAD:.1f}" y="{top + LINE_H:.1f}" class="nid">{_attr(title)}</text></g>')
 
 
 def _legend(y: float) -> str:
@@ -337,23 +393,26 @@ def _legend(y: float) -> str:
         parts.append(f'<path d="M{x},{y:.1f} L{x + 44},{y:.1f}" class="edge {kind}" marker-end="url(#{marker})"'
                      + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
         parts.append(f'<text x="{x + 52}" y="{y + 4:.1f}" class="elabel">{kind}</text>')
-        x += 150
+        x += LEGEND_STEP
     return f'<g class="legend">{"".join(parts)}</g>'
 
 
-def render_svg(graph: CaseGraph) -> Markup:
-    """The whole map as one inline `<svg>` (every text escaped)."""
+def render_svg(graph: CaseGraph, links: MapLinks | None = None) -> Markup:
+    """The whole map as one inline `<svg>` at its natural size (every text escaped)."""
     if not graph.nodes:
         return Markup("")
+    links = links or MapLinks(graph.case_id)
+    centre = set(graph.focus.claim_ids) if graph.focus else set()
     boxes, blocks, routes, width, height = layout(graph)
-    width = max(width, MARGIN * 2 + 150 * len(STYLE))
+    width = max(width, MARGIN * 2 + LEGEND_STEP * len(STYLE))
     body = [_cluster_svg(b) for b in blocks if b.groups]
     body += [_edge_svg(e, routes[e.id]) for e in graph.edges]
-    body += [_node_svg(graph.case_id, box) for box in boxes.values()]
+    body += [_node_svg(box, links, box.node.id in centre) for box in boxes.values()]
     total = height + LEGEND_H
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="argument-map" viewBox="0 0 {width:.0f} {total:.0f}" '
-        f'width="{width:.0f}" height="{total:.0f}" role="img" aria-labelledby="map-title">'
+        f'width="{width:.0f}" height="{total:.0f}" role="img" aria-labelledby="map-title" '
+        f'data-centre="{_attr(" ".join(sorted(centre)))}">'
         f'<title id="map-title">Argument map of {_attr(graph.case_id)} at revision {graph.revision}</title>'
         f'{MARKERS}{"".join(body)}{_legend(height + LEGEND_H / 2)}</svg>'
     )

@@ -14,6 +14,7 @@ from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
+from shared.graph_contracts import CaseGraphRef
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -26,6 +27,8 @@ ADMINS = ("admin",)
 # Path parameters are typed like the contracts they feed, so a malformed one is a 422 naming it, never a 500.
 CaseId = Annotated[Slug, Path(description="The case's id (a slug).")]
 AgentName = Annotated[c.bounded_text(100), Path(description="The agent token's name.")]
+MapFocus = Annotated[Slug | None, Query(description="A claim of the case: the map shows it and the claims two "
+                                                    "relations away (`/ui/cases/{caseId}?focus=` draws it).")]
 
 
 def caller(*roles: str) -> Any:
@@ -183,10 +186,13 @@ async def case_ledger(case_id: CaseId, request: Request, principal: Principal = 
 
 
 @router.get("/cases/{case_id}/graph", tags=["cases"], response_model=CaseGraph)
-async def case_graph(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
+async def case_graph(case_id: CaseId, request: Request, focus: MapFocus = None,
+                     principal: Principal = caller(*READERS)) -> Any:
     """The argument map: claims, sources and the verdict as nodes (status, confidence, evidence health),
-    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first."""
-    return await call(request, Command.CASE_GRAPH, c.CaseRef(actor=principal.actor(), case_id=case_id))
+    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first. With `focus`,
+    and for a case too large to draw whole, one neighbourhood: `focus` says its centre, `cut` what it leaves out."""
+    return await call(request, Command.CASE_GRAPH,
+                      CaseGraphRef(actor=principal.actor(), case_id=case_id, focus=focus))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"], response_model=m.ProposalList)

@@ -31,6 +31,7 @@ from shared.events import (
     ReratedRecord,
     case,
 )
+from shared.graph_contracts import CaseGraphRef
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -87,12 +88,12 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
     return views.history_view(cmd.case_id, entries, older, proposal_of, ended)
 
 
-async def case_graph(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
-    """The argument map of the case: its active records and their evidence health, bounded."""
+async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
+    """The argument map of the case: its active records and their evidence health, bounded (around a focus)."""
     async with uow.read():
         found = await _existing(uow, cmd.case_id)
         records = await uow.ledger.graph(cmd.case_id)
-    return graph.graph_view(cmd.case_id, found["revision"], records)
+    return graph.graph_view(cmd.case_id, found["revision"], records, focus=cmd.focus)
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------

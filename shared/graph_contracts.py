@@ -1,0 +1,14 @@
+"""Message contract of the argument map's command (beside shared/contracts.py, which lists it)."""
+
+from __future__ import annotations
+
+from shared.contracts import Actor, Contract, Slug
+
+
+class CaseGraphRef(Contract):
+    """The argument map of a case: whole while it is small, else the claims within two relations of
+    `focus` (a claim of the case), of the verdict, or of its most connected claims."""
+
+    actor: Actor
+    case_id: Slug
+    focus: Slug | None = None
