@@ -24,14 +24,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from services.gateway.argument_map import CaseGraph, render_svg
 from services.gateway.auth import Principal
+from services.gateway.case_map import map_context
 from services.gateway.errors import invalid_argument
-from services.gateway.http_api import CaseId
+from services.gateway.http_api import CaseId, MapFocus
 from services.gateway.sessions import SESSION_LIFETIME
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
+from shared.graph_contracts import CaseGraphRef
 from shared.kinds import CLAIMS
 from shared.subjects import Command
 
@@ -257,22 +258,21 @@ HISTORY_PAGE = 50
 
 
 @router.get("/cases/{case_id}")
-async def case_page(request: Request, case_id: CaseId, principal: Principal = Reviewer) -> Response:
-    return await _case(request, principal, case_id)
+async def case_page(request: Request, case_id: CaseId, focus: MapFocus = None,
+                    principal: Principal = Reviewer) -> Response:
+    return await _case(request, principal, case_id, focus=focus)
 
 
 async def _case(request: Request, principal: Principal, case_id: str, *, problem: ThreadlineError | None = None,
-                draft: str = "") -> Response:
+                draft: str = "", focus: str | None = None) -> Response:
     ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
     decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
         actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
-    graph = CaseGraph.model_validate(await call(request, Command.CASE_GRAPH,
-                                                c.CaseRef(actor=principal.actor(), case_id=case_id)))
+    drawn = await map_context(request, CaseGraphRef(actor=principal.actor(), case_id=case_id, focus=focus))
     claims = ledger["claims"]["items"]
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
                   claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
-                  decided=decided["proposals"], problem=problem, draft=draft, graph=graph,
-                  argument_map=render_svg(graph), health_of={n.id: n for n in graph.nodes})
+                  decided=decided["proposals"], problem=problem, draft=draft, **drawn)
 
 
 @router.post("/cases/{case_id}/guidance")

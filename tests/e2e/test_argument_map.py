@@ -49,7 +49,44 @@ async def test_the_graph_names_every_claim_the_verdict_and_both_relations(stack)
         assert edges["map-basis"]["verdictBasis"] is True and edges["map-basis"]["type"] == "supports"
         assert {(e["source"], e["target"]) for e in graph["edges"] if e["type"] == "cites"} == {
             ("map-cut", "map-trial"), ("map-grid-claim", "map-grid"), ("map-verdict", "map-trial")}
-        assert graph["cut"] is None and graph["groups"] == []
+        assert graph["cut"] is None and graph["groups"] == [] and graph["focus"] is None
+
+
+async def test_a_focus_view_holds_a_claim_and_its_neighbours_two_relations_away_and_says_what_it_cut(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http:
+        await small_case(agent)
+        await agent.accepted("stage_claims", claims=[claim_item("map-far", ["map-grid"], text="Coal fell too.")])
+        await agent.accepted("stage_relations", relations=[
+            relation_item("map-far-rel", "map-far", "map-grid-claim", "qualifies")])
+        async with stack.api() as api:
+            response = await api.get(f"/api/v1/cases/{agent.case_id}/graph", params={"focus": "map-far"})
+            assert response.status_code == 200, response.text
+            graph = response.json()
+            # map-far qualifies map-grid-claim, which amplifies map-cut; the verdict is three relations away
+            assert graph["focus"] == {"claimIds": ["map-far"], "hops": 2, "reason": "requested"}
+            nodes = {n["id"]: n for n in graph["nodes"]}
+            assert [i for i, n in nodes.items() if n["kind"] != "source"] == ["map-far", "map-grid-claim", "map-cut"]
+            assert set(nodes) - {"map-far", "map-grid-claim", "map-cut"} == {"map-grid", "map-trial"}
+            assert nodes["map-cut"]["relationsOmitted"] == 1 and nodes["map-far"]["relationsOmitted"] == 0
+            assert graph["cut"] == {"nodesTotal": 6, "nodesOmitted": 1, "edgesTotal": 7, "edgesOmitted": 2,
+                                    "note": graph["cut"]["note"]}
+            assert graph["cut"]["note"].startswith("the map shows claim map-far and the claims within 2 relations")
+            for focus, status, field in (("no-such-claim", 404, "focus"), ("map-trial", 404, "focus"),
+                                         ("Not A Slug!", 422, "focus")):
+                refused = await api.get(f"/api/v1/cases/{agent.case_id}/graph", params={"focus": focus})
+                assert refused.status_code == status and refused.json()["error"]["field"] == field, refused.text
+            document = (await api.get("/api/v1/openapi.json")).json()
+        parameters = document["paths"]["/api/v1/cases/{case_id}/graph"]["get"]["parameters"]
+        assert [p for p in parameters if p["name"] == "focus"][0]["in"] == "query"
+
+        page = await http.get(f"/ui/cases/{agent.case_id}", params={"focus": "map-far"})
+        svg = svg_of(page.text)
+        assert page.status_code == 200 and 'data-centre="map-far"' in svg and 'data-node="map-verdict"' not in svg
+        assert "Focused on claim <strong class=\"mono\">map-far</strong>" in page.text
+        assert "1 of 6 records and 2 of 7 links are not drawn" in page.text
+        stale = await http.get(f"/ui/cases/{agent.case_id}", params={"focus": "gone-claim"})
+        assert stale.status_code == 200 and 'id="map-unfocused"' in stale.text and "gone-claim" in stale.text
+        assert 'data-node="map-verdict"' in svg_of(stale.text)  # the case's own map instead
 
 
 async def test_the_case_page_draws_the_map_and_the_proposal_page_shows_the_cited_evidence(stack):
@@ -61,9 +98,17 @@ async def test_the_case_page_draws_the_map_and_the_proposal_page_shows_the_cited
         for claim_id in [*built["claims"], built["verdict"]]:
             assert f'data-node="{claim_id}"' in svg
         assert "Heat pumps cut emissions by 41%." in unescape(svg) and "Yes, they do." in unescape(svg)
-        assert f'href="/ui/cases/{agent.case_id}#verdict"' in svg
-        assert f'href="/ui/cases/{agent.case_id}#claim-map-cut"' in svg
+        assert f'href="/ui/cases/{agent.case_id}?focus=map-verdict#argument-map"' in svg  # its focus view
+        assert f'href="/ui/cases/{agent.case_id}?focus=map-cut#argument-map"' in svg
+        assert 'href="#verdict"' in svg and 'href="#claim-map-cut"' in svg and 'href="#source-map-trial"' in svg
         assert "<script" not in svg and " style=" not in svg  # nothing today's CSP would block
+        row = re.search(r'<li class="claim[^"]*" id="claim-map-grid-claim">.*?</li>', page.text, re.S).group(0)
+        assert f'href="/ui/cases/{agent.case_id}?focus=map-grid-claim#argument-map"' in row
+        # The pan and zoom script comes from the gateway itself, which the page's policy allows, and nothing else.
+        assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/ui/static/argument-map.js" defer>']
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        script = await http.get("/ui/static/argument-map.js")
+        assert script.status_code == 200 and "javascript" in script.headers["content-type"]
 
         staged = await agent.stage("stage_claims", claims=[claim_item("map-new", ["map-trial"])])
         proposal = await http.get(f"/ui/proposals/{staged['proposalId']}")
