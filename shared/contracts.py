@@ -20,30 +20,21 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-SLUG_PATTERN = r"^[a-z][a-z0-9-]*$"
-Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=SLUG_PATTERN)]
+# The base every contract builds on lives in contract_base.py (webhook_contracts.py uses it too); its
+# names stay importable from here, where most contracts are.
+from shared.contract_base import SLUG_PATTERN, Actor, Contract, Role, Slug, Storable, web_url  # noqa: F401
+from shared.subjects import Command
+from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
+
 Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
-Role = Literal["agent", "reviewer", "admin", "subscriber"]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
 ClaimKind = Literal["observation", "interpretation", "prediction"]
 Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]
 RelationType = Literal["supports", "contradicts", "qualifies", "amplifies"]
 Focus = Literal["unresolved", "primary_evidence", "all"]
 Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guidance", "all"]
-
-
-def _storable(value: str) -> str:
-    # PostgreSQL text cannot hold NUL: refuse it as bad input instead of failing to store it.
-    if "\x00" in value:
-        raise PydanticCustomError("nul_character", "must not contain NUL characters (\\u0000)",
-                                  {"hint": "remove the NUL characters"})
-    return value
-
-
-Storable = AfterValidator(_storable)
 
 
 def bounded_text(max_length: int, min_length: int = 1) -> Any:
@@ -80,36 +71,15 @@ def _named_host(url: str) -> str:
     return url
 
 
-def web_url(max_length: int) -> Any:
-    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
-
-
 def reachable_url(max_length: int) -> Any:
     """A URL the system will connect to (a webhook's): its host must be one a resolver can be asked about."""
     return Annotated[web_url(max_length), AfterValidator(_named_host)]
-
-
-class Contract(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class RequestBody(Contract):
     """A body sent from outside (the HTTP API): types are strict, so `true` is no revision and "3" no number."""
 
     model_config = ConfigDict(strict=True)
-
-
-class Actor(Contract):
-    """Who is calling, as the gateway authenticated them."""
-
-    name: str
-    role: Role
-    token_id: str | None = None
 
 
 # --- Threadline tool arguments (mirror shared/spec/threadline-tools.json) --------------------------
@@ -405,9 +375,6 @@ class DecideDelta(DeltaDecision):
 
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
-    from shared.subjects import Command
-    from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
-
     return {
         Command.STAGE_SOURCES: ToolRequest[StageSourcesArgs],
         Command.STAGE_CLAIMS: ToolRequest[StageClaimsArgs],

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.running import run, settings_for
 from shared import webhook_contracts as wc
 from shared.subjects import Command
 
@@ -24,10 +25,9 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON the service
 
 
 def _call(data_dir: Path | None, command: Command, message: Any) -> Any:
-    from services.cli.main import _run, _settings
     from services.cli.operations import command as send
 
-    return _run(send(_settings(data_dir), command, message))
+    return run(send(settings_for(data_dir), command, message))
 
 
 def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
