@@ -280,6 +280,7 @@ class Supervisor:
                 f"First start: bearer tokens (also in {credentials_path}, mode 0600; shown once):",
                 f"  admin     {credentials['admin']}",
                 f"  reviewer  {credentials['reviewer']}",
+                f"  subscriber {credentials['subscriber']}   (reads the event feed: /api/v1/events)",
                 f"  agent     {credentials['agent']}",
             ]
         else:
