@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from services.cli import backup
 from services.cli.review import app as review_app
 from services.cli.running import run as _run
 from services.cli.running import settings_for as _settings
@@ -36,6 +37,7 @@ app.add_typer(projection_app, name="projection")
 app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
 app.add_typer(webhooks_app, name="webhooks")
+backup.register(app)  # `backup FILE`, `restore FILE`
 
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
