@@ -20,6 +20,8 @@ from tests.factories import (
     seed,
     unique,
 )
+from tests.receivers import Receiver
+from tests.webhooks import register, wait_until_delivered
 
 # Rich markup an agent might write, on purpose or not: a stray closing tag, a style, a link.
 BRACKETED = "Costs fell [/note] then [bold]rose[/bold] per [link=https://evil.example]report[/link]."
@@ -143,3 +145,25 @@ async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(s
         capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert case_id in {c["caseId"] for c in json.loads(listed.stdout)["cases"]}
+
+
+async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack):
+    async with Receiver() as receiver, agent_session(stack) as agent:
+        hook = await register(stack, url=receiver.url, caseId=agent.case_id)
+        await seed(agent, sources=1)
+        [delivered, *_] = await wait_until_delivered(stack, hook["webhookId"], 1)
+
+        def webhooks(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([str(Path(sys.executable).parent / "threadline"), "webhooks", *args],
+                                  env=stack.environment(), capture_output=True, text=True, timeout=60)
+
+        log = await asyncio.to_thread(webhooks, "deliveries", hook["webhookId"][:8])
+        assert log.returncode == 0, log.stderr
+        assert delivered["eventId"] in log.stdout and re.search(r"\d\d:\d\d:\d\d UTC", log.stdout)
+        again = await asyncio.to_thread(webhooks, "redeliver", hook["webhookId"][:8], delivered["eventId"][:8])
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["eventId"] == delivered["eventId"]
+        await receiver.wait_for(lambda requests: sum(r.headers["webhook-id"] == delivered["eventId"]
+                                                     for r in requests) >= 2)
+        unknown = await asyncio.to_thread(webhooks, "deliveries", "0" * 7 + "x")
+        assert unknown.returncode == 1 and "error (not_found): there is no webhook '0000000x'" in unknown.stderr
