@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from shared import version
-from shared.contracts import command_requests
+from shared.command_contracts import command_requests
 from shared.events import DATA_SCHEMAS, EventType
 from shared.settings import Settings
 from shared.subjects import OWNER, Subjects, event_suffix

@@ -20,30 +20,19 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-SLUG_PATTERN = r"^[a-z][a-z0-9-]*$"
-Slug = Annotated[str, StringConstraints(min_length=1, max_length=96, pattern=SLUG_PATTERN)]
+# The base every contract builds on lives in contract_base.py (webhook_contracts.py uses it too); its
+# names stay importable from here, where most contracts are.
+from shared.contract_base import SLUG_PATTERN, Actor, Contract, Role, Slug, Storable, web_url  # noqa: F401
+
 Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
-Role = Literal["agent", "reviewer", "admin", "subscriber"]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
 ClaimKind = Literal["observation", "interpretation", "prediction"]
 Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]
 RelationType = Literal["supports", "contradicts", "qualifies", "amplifies"]
 Focus = Literal["unresolved", "primary_evidence", "all"]
 Scope = Literal["summary", "claims", "sources", "proposals", "unresolved", "guidance", "all"]
-
-
-def _storable(value: str) -> str:
-    # PostgreSQL text cannot hold NUL: refuse it as bad input instead of failing to store it.
-    if "\x00" in value:
-        raise PydanticCustomError("nul_character", "must not contain NUL characters (\\u0000)",
-                                  {"hint": "remove the NUL characters"})
-    return value
-
-
-Storable = AfterValidator(_storable)
 
 
 def bounded_text(max_length: int, min_length: int = 1) -> Any:
@@ -80,36 +69,15 @@ def _named_host(url: str) -> str:
     return url
 
 
-def web_url(max_length: int) -> Any:
-    return Annotated[str, StringConstraints(min_length=8, max_length=max_length, pattern=r"^https?://"), Storable]
-
-
 def reachable_url(max_length: int) -> Any:
     """A URL the system will connect to (a webhook's): its host must be one a resolver can be asked about."""
     return Annotated[web_url(max_length), AfterValidator(_named_host)]
-
-
-class Contract(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class RequestBody(Contract):
     """A body sent from outside (the HTTP API): types are strict, so `true` is no revision and "3" no number."""
 
     model_config = ConfigDict(strict=True)
-
-
-class Actor(Contract):
-    """Who is calling, as the gateway authenticated them."""
-
-    name: str
-    role: Role
-    token_id: str | None = None
 
 
 # --- Threadline tool arguments (mirror shared/spec/threadline-tools.json) --------------------------
@@ -401,49 +369,3 @@ class DeltaDecision(Contract):
 class DecideDelta(DeltaDecision):
     actor: Actor
     operation_id: str
-
-
-def command_requests() -> dict[Any, type[BaseModel]]:
-    """The request contract of every command (for documentation: the handlers declare the same types)."""
-    from shared.graph_contracts import CaseGraphRef
-    from shared.subjects import Command
-    from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
-
-    return {
-        Command.STAGE_SOURCES: ToolRequest[StageSourcesArgs],
-        Command.STAGE_CLAIMS: ToolRequest[StageClaimsArgs],
-        Command.STAGE_RELATIONS: ToolRequest[StageRelationsArgs],
-        Command.STAGE_MERGE: ToolRequest[StageMergeArgs],
-        Command.STAGE_VERDICT: ToolRequest[StageVerdictArgs],
-        Command.GET_WORKSPACE: ToolRequest[GetWorkspaceArgs],
-        Command.INSPECT_SOURCES: ToolRequest[InspectSourcesArgs],
-        Command.SET_FOCUS: ToolRequest[SetFocusArgs],
-        Command.GET_COMPANY_CONTEXT: ToolRequest[GetCompanyContextArgs],
-        Command.CASE_LEDGER: CaseRef,
-        Command.CREATE_CASE: CreateCase,
-        Command.LIST_CASES: ListCases,
-        Command.GET_CASE: CaseRef,
-        Command.CASE_HISTORY: CaseHistory,
-        Command.CASE_GRAPH: CaseGraphRef,
-        Command.ADD_GUIDANCE: AddGuidance,
-        Command.RECORD_SOURCES: RecordSources,
-        Command.RETIRE_RECORDS: RetireRecords,
-        Command.LIST_PROPOSALS: ListProposals,
-        Command.GET_PROPOSAL: ProposalRef,
-        Command.DECIDE: Decide,
-        Command.PROPOSE_CLAIM_DELTA: ProposeClaimDeltaRequest,
-        Command.CREATE_COMPANY: CreateCompany,
-        Command.LIST_COMPANIES: ListCompanies,
-        Command.GET_COMPANY: CompanyRef,
-        Command.ADD_SOURCE_FILE: AddSourceFile,
-        Command.ADD_THESIS_CLAIM: AddThesisClaim,
-        Command.LIST_DELTAS: ListDeltas,
-        Command.GET_DELTA: DeltaRef,
-        Command.DECIDE_DELTA: DecideDelta,
-        Command.REGISTER_WEBHOOK: RegisterWebhook,
-        Command.LIST_WEBHOOKS: ListWebhooks,
-        Command.GET_WEBHOOK: WebhookRef,
-        Command.DELETE_WEBHOOK: WebhookRef,
-        Command.LIST_DELIVERIES: ListDeliveries,
-        Command.REDELIVER: Redeliver,
-    }

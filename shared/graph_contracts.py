@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.contracts import Actor, Contract, Slug
+from shared.contract_base import Actor, Contract, Slug
 
 
 class CaseGraphRef(Contract):

@@ -12,7 +12,7 @@ from typing import Any
 
 from faststream.nats import NatsMessage, NatsRouter
 
-from shared.contracts import command_requests
+from shared.command_contracts import command_requests
 from shared.db.session import Database
 from shared.events import Origin
 from shared.health_server import HealthServer
@@ -171,7 +171,7 @@ def origin(ctx: ServiceContext, meta: Meta) -> Origin:
 def command_router(ctx: ServiceContext, routes: Mapping[Command, UseCase], unit_of_work: UnitOfWorkFactory) -> NatsRouter:
     """A router with one subscriber per command: parse its contract, run its use case, reply.
 
-    The contract of each command is the one `shared.contracts.command_requests()` names, so the
+    The contract of each command is the one `shared.command_contracts.command_requests()` names, so the
     subscriber validates exactly what the AsyncAPI document describes.
     """
     router = NatsRouter()

@@ -141,3 +141,15 @@ def _places(node: Any, path: tuple[str, ...]) -> Iterator[tuple[Any, Any]]:
             yield from _places(node[key], rest)
         else:
             yield node, key
+
+
+_FRAME = re.compile(r"<<<BEGIN UNTRUSTED (?:[^\n>]* )?nonce=(?P<nonce>[0-9a-f]+)>>>\n?(?P<body>.*?)\n?"
+                    r"<<<END UNTRUSTED (?:[^\n>]* )?nonce=(?P=nonce)>>>", re.S)
+
+
+def unframe(text: str, nonce: str) -> str:
+    """What a person reads of a framed record or text: its content without the markers carrying `nonce`
+    (still neutralised; anything inside that looked like a marker stays escaped). Text in no frame of that
+    nonce is returned as it is."""
+    whole = _FRAME.fullmatch(text)
+    return whole.group("body") if whole and whole.group("nonce") == nonce else text

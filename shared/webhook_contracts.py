@@ -1,4 +1,4 @@
-"""Message contracts of the webhooks service's commands (beside shared/contracts.py, which lists them)."""
+"""Message contracts of the webhooks service's commands (beside shared/contracts.py, which lists every command's)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from shared.contracts import Actor, Contract, Slug, web_url
+from shared.contract_base import Actor, Contract, Slug, web_url
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Uuid = Annotated[str, StringConstraints(min_length=36, max_length=36, pattern=UUID_PATTERN)]

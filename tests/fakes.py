@@ -239,6 +239,9 @@ class FakeProposals:
         found = self.store.proposals.get(proposal_id)
         return found.case_id if found else None
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        return sorted(p for p in self.store.proposals if low <= p <= high)[:limit]
+
     async def get(self, proposal_id: str) -> StoredProposal | None:
         return self.store.proposals.get(proposal_id)
 
@@ -416,6 +419,9 @@ class FakeSourceFiles(ThesisRecords):
 class FakeOperations(ThesisRecords):
     async def get(self, operation_id: str, *, lock: bool = False) -> Operation | None:
         return self.store.operations.get(operation_id)
+
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        return sorted(o for o in self.store.operations if low <= o <= high)[:limit]
 
     async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None:
         return next((o for o in self.store.operations.values()

@@ -1,7 +1,8 @@
 """`threadline demo load`: a demo case with a research loop worth opening, and a demo company thesis; idempotent.
 
-The demo case's loop goes through the paths agents and reviewers use: an agent stages sources, claims,
-relations, a merge group and a verdict (the staging service checks each call), a reviewer accepts them
+The demo case's loop goes through the paths agents and reviewers use: the operator records two sources
+directly (as a reviewer records one they found), then an agent stages more sources, claims, relations, a
+merge group and a verdict (the staging service checks each call), a reviewer accepts them
 (the review service installs them), retires a source that was withdrawn (its claim and the verdict are
 re-rated) and leaves one proposal pending. Each step runs only when its records are not in the ledger yet.
 """

@@ -11,9 +11,12 @@ from typing import Annotated
 
 import typer
 
+from services.cli import backup
 from services.cli.review import app as review_app
+from services.cli.running import run as _run
+from services.cli.running import settings_for as _settings
 from services.cli.webhooks import app as webhooks_app
-from shared.settings import ConfigurationError, Settings, get_settings
+from shared.settings import ConfigurationError, get_settings
 from shared.subjects import Service
 
 app = typer.Typer(help="Threadline: agents stage research, humans decide what becomes canonical.",
@@ -34,29 +37,7 @@ app.add_typer(projection_app, name="projection")
 app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
 app.add_typer(webhooks_app, name="webhooks")
-
-
-def _settings(data_dir: Path | None = None) -> Settings:
-    settings = get_settings()
-    if data_dir is not None:
-        settings = settings.model_copy(update={"data_dir": data_dir})
-    return settings
-
-
-def _run(coroutine) -> object:
-    from shared import event_loop
-    from shared.errors import ThreadlineError
-
-    try:
-        return event_loop.run(coroutine)
-    except ThreadlineError as error:
-        typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
-        if error.hint:
-            typer.echo(f"hint: {error.hint}", err=True)
-        raise typer.Exit(1) from None
-    except ConfigurationError as error:
-        typer.secho(f"error: {error}", fg="red", err=True)
-        raise typer.Exit(2) from None
+backup.register(app)  # `backup FILE`, `restore FILE`
 
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]

@@ -1,4 +1,4 @@
-"""Operator commands that act on the system directly: tokens, cases, first-start credentials."""
+"""Operator commands that act on the system directly: tokens, cases, commands sent over NATS."""
 
 from __future__ import annotations
 
@@ -42,19 +42,6 @@ async def list_tokens(settings: Settings) -> list[dict[str, Any]]:
 async def revoke_token(settings: Settings, token_id: str) -> dict[str, Any]:
     async with token_store(settings) as tokens:
         return await tokens.revoke(token_id)
-
-
-async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str, str]:
-    from services.cli.demo import DEMO_CASE_ID, ensure_demo_case
-
-    if demo:
-        await ensure_demo_case(settings)
-    admin = await issue_token(settings, role="admin", name="admin", case_id=None, created_by="threadline up")
-    reviewer = await issue_token(settings, role="reviewer", name="reviewer", case_id=None,
-                                 created_by="threadline up")
-    agent = await issue_token(settings, role="agent", name="agent", case_id=DEMO_CASE_ID if demo else None,
-                              created_by="threadline up")
-    return {"admin": admin["token"], "reviewer": reviewer["token"], "agent": agent["token"], "agentName": "agent"}
 
 
 async def command(settings: Settings, name: Command, message: Any, timeout: float | None = None) -> Any:

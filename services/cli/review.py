@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +25,14 @@ Token = Annotated[str | None, typer.Option(
     "--token", help="Reviewer token (default: THREADLINE_TOKEN, else the data dir's credentials).")]
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON.")]
+
+
+def when(value: str | None) -> str:
+    """An API time as a person reads it, with its zone: `2026-11-01 10:32:05 UTC`."""
+    if not value:
+        return ""
+    moment = datetime.fromisoformat(value)
+    return (moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class Api:
@@ -82,7 +91,7 @@ def list_(
         table.add_column(name)
     for p in listed["proposals"]:
         table.add_row(p["proposalId"], p["kind"], p["status"], p["provenance"]["agent"],
-                      p["provenance"]["stagedAt"][:19], ", ".join(f"{i['itemId']} ({i['status']})" for i in p["items"]))
+                      when(p["provenance"]["stagedAt"]), ", ".join(f"{i['itemId']} ({i['status']})" for i in p["items"]))
     console.print(table)
 
 
@@ -94,7 +103,7 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
         return typer.echo(json.dumps(shown, indent=2))
     console.print(f"{shown['kind']} proposal {shown['proposalId']} — {shown['status']}", style="bold")
     console.print(f"case {shown['caseId']} at revision {shown['caseRevision']}; staged by "
-                  f"{shown['provenance']['agent']} at {shown['provenance']['stagedAt'][:19]}, pinned to "
+                  f"{shown['provenance']['agent']} at {when(shown['provenance']['stagedAt'])}, pinned to "
                   f"{shown['provenance']['pinnedRevision']}")
     for item in shown["items"]:
         console.print(f"\n{item['itemId']} ({item['status']})", style="bold")
@@ -105,7 +114,7 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
             for problem in preview["problems"]:
                 console.print(f"cannot accept: {problem['field']}: {problem['message']}", style="red")
     for decision in shown.get("decisions", []):
-        console.print(f"\ndecided by {decision['reviewer']} at {decision['decidedAt'][:19]}", style="bold")
+        console.print(f"\ndecided by {decision['reviewer']} at {when(decision['decidedAt'])}", style="bold")
         for verb in ("accepted", "rejected"):
             if decision[verb]:
                 console.print(f"{verb}: {', '.join(decision[verb])}")
@@ -117,11 +126,17 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
 def _decide(verb: str, proposal: str, items: list[str], note: str | None, expected: int | None,
             url: str | None, token: str | None, data_dir: Path | None, as_json: bool) -> None:
     api = Api(url, token, data_dir)
-    shown = api("GET", f"/proposals/{proposal}")
+    shown = api("GET", f"/proposals/{proposal}")  # a unique prefix of the id names it too
     chosen = items or [i["itemId"] for i in shown["items"] if i["status"] == "pending"]
+    if not chosen:
+        console.print(f"proposal {shown['proposalId']} is already decided; nothing to {verb}:", style="red")
+        for item in shown["items"]:
+            console.print(f"  {item['itemId']} {item['status']} by {item.get('decidedBy')} at "
+                          f"{when(item.get('decidedAt'))}")
+        raise typer.Exit(1)
     body = {verb: chosen, "note": note,
             "expectedRevision": expected if expected is not None else shown["caseRevision"]}
-    outcome = api("POST", f"/proposals/{proposal}/decisions", json=body)
+    outcome = api("POST", f"/proposals/{shown['proposalId']}/decisions", json=body)
     if as_json:
         return typer.echo(json.dumps(outcome, indent=2))
     if outcome.get("recorded", True):
@@ -149,10 +164,16 @@ def accept(proposal: str, items: Items = None, note: Note = None, expected_revis
     _decide("accept", proposal, items or [], note, expected_revision, url, token, data_dir, as_json)
 
 
+RejectionNote = Annotated[str, typer.Option("--note", help="Why (required); the agent sees it.")]
+
+
 @app.command()
-def reject(proposal: str, items: Items = None, note: Note = None, expected_revision: Expected = None,
+def reject(proposal: str, note: RejectionNote, items: Items = None, expected_revision: Expected = None,
            url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
-    """Reject items of a proposal (all pending ones when none are named), with a note for the agents."""
+    """Reject items of a proposal (all pending ones when none are named), with a note (required) the agents
+    see in their guidance."""
+    if not note.strip():
+        raise typer.BadParameter("say why the items are rejected; the agent reads it", param_hint="--note")
     _decide("reject", proposal, items or [], note, expected_revision, url, token, data_dir, as_json)
 
 
@@ -231,9 +252,6 @@ def accept_delta(operation: str, note: Note = None, url: Url = None, token: Toke
                  data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Accept a committed delta: apply every claim change to the thesis at once."""
     _decide_delta("accept", operation, note, url, token, data_dir, as_json)
-
-
-RejectionNote = Annotated[str, typer.Option("--note", help="Why (required); the agent sees it.")]
 
 
 @app.command("reject-delta")

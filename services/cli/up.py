@@ -234,7 +234,7 @@ class Supervisor:
         path = self.data_dir / CREDENTIALS_FILE
         first_start = not path.exists()
         if first_start:
-            from services.cli.operations import issue_first_credentials
+            from services.cli.credentials import issue_first_credentials
 
             credentials = await issue_first_credentials(self.settings, demo=self.demo)
         else:
@@ -280,6 +280,7 @@ class Supervisor:
                 f"First start: bearer tokens (also in {credentials_path}, mode 0600; shown once):",
                 f"  admin     {credentials['admin']}",
                 f"  reviewer  {credentials['reviewer']}",
+                f"  subscriber {credentials['subscriber']}   (reads the event feed: /api/v1/events)",
                 f"  agent     {credentials['agent']}",
             ]
         else:

@@ -12,7 +12,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.cli.review import when
+from services.cli.running import run, settings_for
+from shared import id_prefix
 from shared import webhook_contracts as wc
+from shared.errors import ThreadlineError
 from shared.subjects import Command
 
 app = typer.Typer(help="Webhooks: HTTP receivers of change events.", no_args_is_help=True)
@@ -24,10 +28,9 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON the service
 
 
 def _call(data_dir: Path | None, command: Command, message: Any) -> Any:
-    from services.cli.main import _run, _settings
     from services.cli.operations import command as send
 
-    return _run(send(_settings(data_dir), command, message))
+    return run(send(settings_for(data_dir), command, message))
 
 
 def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
@@ -36,6 +39,28 @@ def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
     except pydantic.ValidationError as error:
         first = error.errors(include_url=False, include_input=False)[0]
         raise typer.BadParameter(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def _named(raw: str, ids: list[str], what: str, field: str, listed_by: str) -> str:
+    """The id `raw` names: itself when whole, else the one of `ids` it is a unique prefix of (the review
+    page shows 8 characters); a refusal, printed as the others are, when none or several are."""
+    if whole := id_prefix.full_uuid(raw):
+        return whole
+    try:
+        return id_prefix.the_one(raw, sorted(ids), what=what, field=field, hint=f"list them with {listed_by}")
+    except ThreadlineError as error:
+        typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
+        typer.echo(f"hint: {error.hint}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _webhook_id(data_dir: Path | None, raw: str) -> str:
+    from services.cli.operations import OPERATOR
+
+    if id_prefix.full_uuid(raw):
+        return raw
+    listed = _call(data_dir, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=OPERATOR))["webhooks"]
+    return _named(raw, [w["webhookId"] for w in listed], "webhook", "webhookId", "threadline webhooks list")
 
 
 def _scope(webhook: dict[str, Any]) -> str:
@@ -59,13 +84,13 @@ def list_(data_dir: DataDir = None, as_json: AsJson = False) -> None:
         types = f" ({', '.join(w['types'])})" if w["types"] else ""
         table.add_row(w["webhookId"], w["url"], _scope(w) + types, w["status"], str(w["deliveries"]["pending"]),
                       str(w["deliveries"]["delivered"]), str(w["deliveries"]["failed"]),
-                      (w["lastDeliveredAt"] or "")[:19])
+                      when(w["lastDeliveredAt"]))
     console.print(table)
 
 
 @app.command("deliveries")
 def deliveries(
-    webhook_id: Annotated[str, typer.Argument(help="The webhook (see `webhooks list`).")],
+    webhook_id: Annotated[str, typer.Argument(help="The webhook, or a unique prefix of its id (see `webhooks list`).")],
     status: Annotated[str, typer.Option(help="pending | delivered | failed | all")] = "all",
     limit: Annotated[int, typer.Option(help="At most this many, newest event first.")] = 50,
     data_dir: DataDir = None,
@@ -74,6 +99,7 @@ def deliveries(
     """A webhook's delivery log: each event's attempts, status, response code, latency and last error."""
     from services.cli.operations import OPERATOR
 
+    webhook_id = _webhook_id(data_dir, webhook_id)
     listed = _call(data_dir, Command.LIST_DELIVERIES,
                    _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id, status=status, limit=limit))
     if as_json:
@@ -83,19 +109,26 @@ def deliveries(
         table.add_row(d["eventId"], d["eventType"].removeprefix("threadline."),
                       "" if d["revision"] is None else str(d["revision"]), d["status"], str(d["attempts"]),
                       str(d["responseCode"] or ""), "" if d["latencyMs"] is None else str(d["latencyMs"]),
-                      d["lastError"] or "", (d["deliveredAt"] or "")[:19])
+                      d["lastError"] or "", when(d["deliveredAt"]))
     console.print(table)
 
 
 @app.command("redeliver")
 def redeliver(
-    webhook_id: Annotated[str, typer.Argument(help="The webhook.")],
-    event_id: Annotated[str, typer.Argument(help="The event (see `webhooks deliveries`).")],
+    webhook_id: Annotated[str, typer.Argument(help="The webhook (or a unique prefix of its id).")],
+    event_id: Annotated[str, typer.Argument(help="The event, or a unique prefix of its id among the webhook's "
+                                                 "500 latest (see `webhooks deliveries`).")],
     data_dir: DataDir = None,
 ) -> None:
     """Send an event to a webhook again now (a failing webhook resumes, the rest following in order)."""
     from services.cli.operations import OPERATOR
 
+    webhook_id = _webhook_id(data_dir, webhook_id)
+    if not id_prefix.full_uuid(event_id):
+        log = _call(data_dir, Command.LIST_DELIVERIES, _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id,
+                                                                 limit=500))["deliveries"]
+        event_id = _named(event_id, [d["eventId"] for d in log], "event", "eventId",
+                          f"threadline webhooks deliveries {webhook_id}")
     delivery = _call(data_dir, Command.REDELIVER,
                      _message(wc.Redeliver, actor=OPERATOR, webhook_id=webhook_id, event_id=event_id))
     typer.echo(json.dumps(delivery))

@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from services.gateway import ui_access, ui_text
 from services.gateway.auth import Principal
 from services.gateway.case_map import map_context
 from services.gateway.errors import invalid_argument
@@ -63,7 +64,8 @@ templates = Environment(
     finalize=visible_bidi,
 )
 templates.filters["short"] = lambda value, n=8: str(value)[:n]
-templates.filters["when"] = lambda value: str(value or "")[:19].replace("T", " ")
+templates.filters.update(ui_text.FILTERS)  # `when` (times with their zone), `unframed` (records for people)
+templates.globals["may_open"] = ui_access.may_open  # links only to pages the signed-in role may open
 templates.globals["CLAIMS"] = CLAIMS.name  # the kind of a proposal of claims, as proposals name it
 
 # Staged records read best in this order; anything else follows in its stored order.
@@ -177,7 +179,8 @@ def problem_of(error: ThreadlineError | pydantic.ValidationError) -> ThreadlineE
 
 
 def failure(request: Request, error: ThreadlineError) -> HTMLResponse:
-    return render(request, "error.html", status=status_of(error), error=error)
+    page = "forbidden.html" if isinstance(error, ui_access.NotForYourRole) else "error.html"
+    return render(request, page, status=status_of(error), error=error)
 
 
 # --- sign-in ----------------------------------------------------------------------------------------
@@ -299,8 +302,10 @@ async def history_page(
 
 
 @router.get("/proposals/{proposal_id}")
-async def proposal_page(request: Request, proposal_id: str, principal: Principal = Reviewer) -> Response:
-    return await _decidable(request, principal, "proposal", proposal_id, outcome=None, problem=None)
+async def proposal_page(request: Request, proposal_id: str, decision: str | None = None,
+                        principal: Principal = Reviewer) -> Response:  # `decision`: the one just recorded
+    return await _decidable(request, principal, "proposal", proposal_id, outcome=None, problem=None,
+                            decided=decision)
 
 
 # The two records a reviewer decides on a page of their own: the command that reads each and its reference.
@@ -311,13 +316,13 @@ _DECIDABLE: dict[str, tuple[Command, Callable[[str, str], Any]]] = {
 
 
 async def _decidable(request: Request, principal: Principal, record: str, key: str, *, outcome: Any,
-                     problem: ThreadlineError | None, draft: str = "") -> Response:
+                     problem: ThreadlineError | None, draft: str = "", decided: str | None = None) -> Response:
     """A page a reviewer decides on (`record.html`): the record, what the last decision did, or why it was
     refused (with the note they wrote kept in the form)."""
     command, ref = _DECIDABLE[record]
     found = await call(request, command, ref(principal.actor(), key))
     return render(request, f"{record}.html", status=status_of(problem) if problem else 200, outcome=outcome,
-                  problem=problem, draft=draft, **{record: found})
+                  problem=problem, draft=draft, decided=decided, **{record: found})
 
 
 @router.post("/proposals/{proposal_id}/decide")
@@ -333,9 +338,11 @@ async def decide(request: Request, proposal_id: str, principal: Principal = Revi
     except (ThreadlineError, pydantic.ValidationError) as error:
         return await _decidable(request, principal, "proposal", proposal_id, outcome=None,
                                 problem=problem_of(error), draft=note)
-    # When nothing was recorded (every chosen item refused), the note was not kept: offer it again.
-    return await _decidable(request, principal, "proposal", proposal_id, outcome=outcome, problem=None,
-                            draft="" if outcome.get("recorded") else note)
+    if outcome.get("recorded"):  # post/redirect/get: a refresh shows the decision, it does not post it again
+        return RedirectResponse(f"/ui/proposals/{outcome['proposalId']}?{urlencode({'decision': outcome['decisionId']})}"
+                                "#outcome", status_code=303)
+    # Nothing was recorded (every chosen item refused), the note included: the page offers it again.
+    return await _decidable(request, principal, "proposal", proposal_id, outcome=outcome, problem=None, draft=note)
 
 
 def _expected_revision(form: dict[str, str]) -> int:
@@ -367,8 +374,10 @@ async def company_page(request: Request, company_id: str, principal: Principal =
 
 
 @router.get("/deltas/{operation_id}")
-async def delta_page(request: Request, operation_id: str, principal: Principal = Reviewer) -> Response:
-    return await _decidable(request, principal, "delta", operation_id, outcome=None, problem=None)
+async def delta_page(request: Request, operation_id: str, decided: bool = False,
+                     principal: Principal = Reviewer) -> Response:
+    return await _decidable(request, principal, "delta", operation_id, outcome=None, problem=None,
+                            decided="yes" if decided else None)
 
 
 @router.post("/deltas/{operation_id}/decide")
@@ -384,7 +393,7 @@ async def decide_delta(request: Request, operation_id: str, principal: Principal
     except (ThreadlineError, pydantic.ValidationError) as error:
         return await _decidable(request, principal, "delta", operation_id, outcome=None,
                                 problem=problem_of(error), draft=note)
-    return await _decidable(request, principal, "delta", operation_id, outcome=outcome, problem=None)
+    return RedirectResponse(f"/ui/deltas/{outcome['operationId']}?decided=true#outcome", status_code=303)
 
 
 # --- webhooks (admins) ------------------------------------------------------------------------------
@@ -392,22 +401,19 @@ async def decide_delta(request: Request, operation_id: str, principal: Principal
 RECENT_DELIVERIES = 50
 
 
-def _admin(principal: Principal) -> None:
-    if principal.role != "admin":
-        raise Forbidden("webhooks are for admins", hint="sign in with an admin token")
-
-
 @router.get("/webhooks")
 async def webhooks_page(request: Request, principal: Principal = Reviewer) -> Response:
-    _admin(principal)
+    ui_access.require(principal, request.url.path)
     listed = await call(request, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=principal.actor()))
     return render(request, "webhooks.html", webhooks=listed["webhooks"])
 
 
 @router.get("/webhooks/{webhook_id}")
-async def webhook_page(request: Request, webhook_id: str, principal: Principal = Reviewer) -> Response:
-    _admin(principal)
-    return await _webhook(request, principal, webhook_id, outcome=None, problem=None)
+async def webhook_page(request: Request, webhook_id: str, redelivered: str | None = None,
+                       principal: Principal = Reviewer) -> Response:
+    ui_access.require(principal, request.url.path)
+    outcome = {"eventId": redelivered} if redelivered else None  # after a redelivery (post/redirect/get)
+    return await _webhook(request, principal, webhook_id, outcome=outcome, problem=None)
 
 
 async def _webhook(request: Request, principal: Principal, webhook_id: str, *, outcome: Any,
@@ -425,11 +431,12 @@ async def _webhook(request: Request, principal: Principal, webhook_id: str, *, o
 
 @router.post("/webhooks/{webhook_id}/deliveries/{event_id}/redeliver")
 async def redeliver(request: Request, webhook_id: str, event_id: str, principal: Principal = Reviewer) -> Response:
-    _admin(principal)
+    ui_access.require(principal, request.url.path)
     await form_of(request)
     try:
         outcome = await call(request, Command.REDELIVER,
                              wc.Redeliver(actor=principal.actor(), webhook_id=webhook_id, event_id=event_id))
     except (ThreadlineError, pydantic.ValidationError) as error:
         return await _webhook(request, principal, webhook_id, outcome=None, problem=problem_of(error))
-    return await _webhook(request, principal, webhook_id, outcome=outcome, problem=None)
+    return RedirectResponse(f"/ui/webhooks/{webhook_id}?{urlencode({'redelivered': outcome['eventId']})}",
+                            status_code=303)

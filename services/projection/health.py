@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.projection import domain  # imports this module too: only its functions are used, at call time
+from services.projection.snapshot import LedgerSnapshot, independent_units, named_list
 from shared import health
 
 NAMED_CAP = 10  # ids a summary names; the total says how many there are
 
 
-def unsupported(snapshot: domain.LedgerSnapshot) -> list[str]:
+def unsupported(snapshot: LedgerSnapshot) -> list[str]:
     return [c.claim_id for c in snapshot.claims
             if not c.is_verdict and snapshot.health.get(c.claim_id, ("",))[0] == health.UNSUPPORTED]
 
 
-def verdict_health(snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
+def verdict_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
     """The verdict's health, what its bases lost, and how independent the evidence behind its bases is."""
     verdict = snapshot.verdict
     if verdict is None:
@@ -32,12 +32,12 @@ def verdict_health(snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
     return {
         "health": rating[0],
         "lost": rating[1][: health.LOST_CAP],
-        "independentBases": domain.independent_units(basis_claims, snapshot.groups),
+        "independentBases": independent_units(basis_claims, snapshot.groups),
         "independentOrigins": health.independent_origins(snapshot.publishers.get(s, s) for s in cited),
     }
 
 
-def summary(snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
+def summary(snapshot: LedgerSnapshot) -> dict[str, Any]:
     """The evidence-health figures beside the counts: what lost support, named (bounded), and origins."""
     claims = unsupported(snapshot)
     verdict = verdict_health(snapshot)
@@ -49,7 +49,7 @@ def summary(snapshot: domain.LedgerSnapshot) -> dict[str, Any]:
     }
 
 
-def unresolved(snapshot: domain.LedgerSnapshot) -> list[dict[str, Any]]:
+def unresolved(snapshot: LedgerSnapshot) -> list[dict[str, Any]]:
     """The open questions evidence health raises: a weakened verdict first, then each unsupported claim."""
     verdict = snapshot.verdict
     items = open_items(verdict.claim_id, True, snapshot.health.get(verdict.claim_id)) if verdict else []
@@ -67,14 +67,14 @@ def open_items(claim_id: str, is_verdict: bool, rating: tuple[str, list[dict[str
             "type": "verdict_weakened",
             "claimId": claim_id,
             "detail": "a basis of the verdict lost its support: "
-                      + domain.named_list([f"{x['record']} {x['id']}" for x in lost]),
+                      + named_list([f"{x['record']} {x['id']}" for x in lost]),
             "action": "find new evidence for its bases and stage it, or stage a verdict that rests on supported claims",
         }]
     if not is_verdict and health_now == health.UNSUPPORTED:
         return [{
             "type": "claim_unsupported",
             "claimId": claim_id,
-            "detail": "every source it cites is retired: " + domain.named_list([x["id"] for x in lost]),
+            "detail": "every source it cites is retired: " + named_list([x["id"] for x in lost]),
             "action": "find an active source for it and stage a claim that cites it, or let a reviewer retire it",
         }]
     return []

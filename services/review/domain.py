@@ -236,19 +236,11 @@ def accepted_summary(proposal: StoredProposal, plan: DecisionPlan, reviewer: str
             f"{proposal.proposal_id} staged by {proposal.agent_name}")
 
 
-def proposal_uuid(raw: str) -> str:
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise proposal_not_found(raw) from None
+PROPOSALS_HINT = "list a case's proposals with GET /api/v1/cases/{caseId}/proposals"
 
 
 def proposal_not_found(proposal_id: str) -> NotFound:
-    return NotFound(
-        f"there is no proposal {proposal_id!r}",
-        field="proposalId",
-        hint="list a case's proposals with GET /api/v1/cases/{caseId}/proposals",
-    )
+    return NotFound(f"there is no proposal {proposal_id!r}", field="proposalId", hint=PROPOSALS_HINT)
 
 
 def case_not_found(case_id: str) -> NotFound:

@@ -33,6 +33,9 @@ class Cases(Protocol):
 class Proposals(Protocol):
     async def case_of(self, proposal_id: str) -> str | None: ...
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        """Up to `limit` proposal ids from `low` to `high`, in order (the ids a prefix covers)."""
+
     async def get(self, proposal_id: str) -> StoredProposal | None: ...
 
     async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]: ...

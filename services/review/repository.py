@@ -145,6 +145,11 @@ class SqlProposals:
         row = await self.connection.execute(select(proposals.c.case_id).where(proposals.c.proposal_id == proposal_id))
         return row.scalar_one_or_none()
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        column = proposals.c.proposal_id
+        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+        return list((await self.connection.execute(query)).scalars())
+
     async def get(self, proposal_id: str) -> StoredProposal | None:
         rows = (await self.connection.execute(select(proposals).where(proposals.c.proposal_id == proposal_id))).all()
         found = await _with_items(self.connection, rows)

@@ -7,7 +7,7 @@ from typing import Any
 
 from services.review import domain, graph, views
 from services.review.ports import ReviewUnitOfWork
-from shared import health, kinds
+from shared import health, id_prefix, kinds
 from shared.contracts import (
     AddGuidance,
     CaseHistory,
@@ -193,9 +193,21 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork) -> dict[str,
     }
 
 
+async def _proposal_id(uow: ReviewUnitOfWork, raw: str) -> str:
+    """The proposal id `raw` names: itself when whole, else the one id it is a unique prefix of."""
+    if whole := id_prefix.full_uuid(raw):
+        return whole
+    span = id_prefix.uuid_range(raw)
+    if span is None:
+        raise domain.proposal_not_found(raw)
+    candidates = await uow.proposals.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
+    return id_prefix.the_one(raw, candidates, what="proposal", field="proposalId",
+                             hint=domain.PROPOSALS_HINT)
+
+
 async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
     async with uow.read():
-        proposal = await uow.proposals.get(domain.proposal_uuid(cmd.proposal_id))
+        proposal = await uow.proposals.get(await _proposal_id(uow, cmd.proposal_id))
         if proposal is None:
             raise domain.proposal_not_found(cmd.proposal_id)
         found_case = await uow.cases.get(proposal.case_id)
@@ -211,8 +223,8 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
 
 
 async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
-    proposal_id = domain.proposal_uuid(cmd.proposal_id)
     async with uow:
+        proposal_id = await _proposal_id(uow, cmd.proposal_id)
         case_id = await uow.proposals.case_of(proposal_id)
         if case_id is None:
             raise domain.proposal_not_found(cmd.proposal_id)

@@ -57,6 +57,9 @@ class SourceFiles(Protocol):
 class Operations(Protocol):
     async def get(self, operation_id: str, *, lock: bool = False) -> Operation | None: ...
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        """Up to `limit` operation ids from `low` to `high`, in order (the ids a prefix covers)."""
+
     async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None: ...
 
     async def add(self, operation: Operation) -> bool:

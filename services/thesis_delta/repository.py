@@ -210,6 +210,11 @@ class SqlOperations(SqlRepository):
         return _operation(await self.first(
             select(delta_operations).where(delta_operations.c.operation_id == operation_id), lock=lock))
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        column = delta_operations.c.operation_id
+        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+        return list((await self.connection.execute(query)).scalars())
+
     async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None:
         return _operation(await self.first(select(delta_operations).where(
             delta_operations.c.company_id == company_id,

@@ -8,6 +8,7 @@ from typing import Any
 from services.thesis_delta import domain, views
 from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisStep
 from services.thesis_delta.ports import ThesisUnitOfWork
+from shared import id_prefix
 from shared.contracts import (
     Actor,
     AddSourceFile,
@@ -50,11 +51,18 @@ async def _company(uow: ThesisUnitOfWork, company_id: str, *, lock: bool = False
     return company
 
 
+DELTAS_HINT = "list a company's deltas with GET /api/v1/companies/{companyId}/deltas"
+
+
 async def _delta(uow: ThesisUnitOfWork, operation_id: str, *, lock: bool = False) -> Operation:
-    operation = await uow.operations.get(_uuid(operation_id, "operationId", "operation"), lock=lock)
+    """The delta `operation_id` names: whole, or by a unique prefix of its id (the review page shows 8)."""
+    whole = id_prefix.full_uuid(operation_id)
+    if whole is None and (span := id_prefix.uuid_range(operation_id)) is not None:
+        candidates = await uow.operations.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
+        whole = id_prefix.the_one(operation_id, candidates, what="delta", field="operationId", hint=DELTAS_HINT)
+    operation = None if whole is None else await uow.operations.get(whole, lock=lock)
     if operation is None:
-        raise NotFound(f"there is no delta {operation_id}", field="operationId",
-                       hint="list a company's deltas with GET /api/v1/companies/{companyId}/deltas")
+        raise NotFound(f"there is no delta {operation_id}", field="operationId", hint=DELTAS_HINT)
     return operation
 
 
@@ -216,12 +224,7 @@ async def decide_delta(cmd: DecideDelta, uow: ThesisUnitOfWork) -> dict[str, Any
     async with uow:
         operation = await _delta(uow, cmd.operation_id, lock=True)
         if operation.status != "committed":
-            raise Conflict(
-                f"the delta is {operation.status}, not committed: only committed deltas can be decided",
-                field="operationId",
-                hint="an agent must commit a previewed delta before review" if operation.status == "previewed"
-                else "it was already decided",
-            )
+            raise _not_decidable(operation)
         company = await _company(uow, operation.company_id, lock=True)
         revision = company.thesis_revision
         if cmd.decision == "accept":
@@ -239,6 +242,15 @@ async def decide_delta(cmd: DecideDelta, uow: ThesisUnitOfWork) -> dict[str, Any
         await uow.operations.save(operation)
         await uow.commit()
     return {**views.operation_view(operation, now), "thesisRevision": revision}
+
+
+def _not_decidable(operation: Operation) -> Conflict:
+    if operation.decided_by is not None:
+        return Conflict(f"the delta was already {operation.status} by {operation.decided_by} at "
+                        f"{operation.decided_at.isoformat()}", field="operationId",
+                        hint="a delta is decided once; the agent can propose a new delta")
+    return Conflict(f"the delta is {operation.status}, not committed: only committed deltas can be decided",
+                    field="operationId", hint="an agent must commit a previewed delta before review")
 
 
 async def _apply(uow: ThesisUnitOfWork, step: ThesisStep, delta: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
-    MetaData,
     PrimaryKeyConstraint,
     Table,
     Text,
@@ -24,17 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-metadata = MetaData(naming_convention={
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-})
-
-
-def _now() -> Column:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+from shared.db.base import _now, metadata
 
 
 def _provenance() -> list[Column]:
@@ -440,5 +429,6 @@ Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS N
 
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
 # --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
+# (both define their tables on shared/db/base.py's metadata, so neither imports this module)
 
 from shared.db import view_tables, webhook_tables  # noqa: E402, F401

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 
-from shared.db.tables import metadata
+from shared.db.base import metadata
 
 Key = Text(collation="C")
 

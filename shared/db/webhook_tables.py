@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-from shared.db.tables import _now, metadata
+from shared.db.base import _now, metadata
 
 webhooks = Table(  # writer: webhooks — receivers registered by admins
     "webhooks",

@@ -8,6 +8,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from shared.spec.validation import fast_check_for, validator_for
+
 SPEC_DIR = Path(__file__).parent
 SPEC_FILES = ("threadline-tools.json", "prism-tools.json")  # the contract, verbatim from ../shared/spec
 EXTENSION_FILES = ("company-context-tool.json",)  # tools Threadline adds, in the spec's style
@@ -46,14 +48,10 @@ class ToolSpec:
 
     @cached_property
     def validator(self) -> Any:
-        from shared.spec.validation import validator_for
-
         return validator_for(self.input_schema)
 
     @cached_property
     def fast_check(self) -> Any:
-        from shared.spec.validation import fast_check_for
-
         return fast_check_for(self.input_schema)
 
 

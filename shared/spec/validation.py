@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import fastjsonschema
 import orjson
@@ -22,7 +22,6 @@ from jsonschema.protocols import Validator
 
 from shared import problems as p
 from shared.problems import MAX_PROBLEMS, Problem, excerpt
-from shared.spec.tools import ToolSpec
 
 NUL_HINT = p.fix("nul")
 
@@ -178,7 +177,20 @@ def _holds_nul(arguments: Any) -> bool:
 # --- validating a call ------------------------------------------------------------------------------
 
 
-def validate_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> None:
+class CheckedTool(Protocol):
+    """What validating a call needs of a tool (shared/spec/tools.py's ToolSpec, which builds its checks here)."""
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+    @property
+    def fast_check(self) -> Callable[[Any], bool]: ...
+
+    @property
+    def validator(self) -> Validator: ...
+
+
+def validate_arguments(tool: CheckedTool, arguments: dict[str, Any]) -> None:
     """Raise ArgumentError naming every problem of the call (bounded), or return when the call is valid.
 
     A valid call is told apart by one compiled check (the schema as Python code, with the same ECMA-262

@@ -115,8 +115,8 @@ async def test_the_case_page_draws_the_map_and_the_proposal_page_shows_the_cited
         evidence = re.search(r'<div class="evidence" id="evidence-map-new">(.*?)</div>\s*</div>', proposal.text, re.S)
         assert evidence, proposal.text[:2000]
         assert EVIDENCE.replace("<", "&lt;").replace(">", "&gt;") in evidence.group(1)  # escaped, not markup
-        assert "UNTRUSTED EVIDENCE DATA" in evidence.group(1)
-        assert "<<<BEGIN UNTRUSTED SOURCE RECORD map-trial" in unescape(evidence.group(1))
+        assert '<figure class="untrusted" data-untrusted="map-trial">' in evidence.group(1)  # a marked box
+        assert "UNTRUSTED" not in unescape(evidence.group(1))  # with no frame markers: they are for agents
 
         relations = await agent.stage("stage_relations", relations=[
             relation_item("map-new-rel", "map-grid-claim", "map-cut", "contradicts")])

@@ -387,7 +387,8 @@ async def test_reviewers_decide_deltas_on_the_web_page(stack):
         assert "<script>alert(1)</script>" not in page.text and "&lt;script&gt;" in page.text
         decided = await http.post(f"/ui/deltas/{preview['operationId']}/decide",
                                   data={"decision": "accept", "note": "ok",
-                                        "csrf": csrf_token(http.cookies[COOKIE])})
+                                        "csrf": csrf_token(http.cookies[COOKIE])}, follow_redirects=True)
+        assert [r.status_code for r in decided.history] == [303]  # post/redirect/get
         assert decided.status_code == 200 and "the thesis is now at revision 4" in decided.text
 
 

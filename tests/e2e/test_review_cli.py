@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from tests.factories import (
     seed,
     unique,
 )
+from tests.receivers import Receiver
+from tests.webhooks import register, wait_until_delivered
 
 # Rich markup an agent might write, on purpose or not: a stray closing tag, a style, a link.
 BRACKETED = "Costs fell [/note] then [bold]rose[/bold] per [link=https://evil.example]report[/link]."
@@ -47,9 +50,56 @@ async def test_the_review_cli_lists_shows_accepts_and_rejects(stack):
                                            "--json", stack=stack)
         assert json.loads(rejected.stdout)["rejected"] == ["cli-no"]
         again = await asyncio.to_thread(threadline, "accept", staged["proposalId"], "cli-no", stack=stack)
-        assert again.returncode == 1 and "already rejected" in again.stdout
+        assert again.returncode == 1 and "already rejected by reviewer at 20" in again.stdout
         assert "nothing recorded" in again.stdout  # every chosen item was refused: no decision, no note
         assert await agent.revision() == 2
+
+
+async def test_rejecting_from_the_cli_needs_a_note_and_a_decided_proposal_says_when_and_by_whom(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        staged = await agent.stage("stage_claims", claims=[claim_item("noted", [source])])
+        for note in ((), ("--note", "   ")):
+            missing = await asyncio.to_thread(threadline, "reject", staged["proposalId"], *note, stack=stack)
+            assert missing.returncode == 2 and "--note" in missing.stderr, missing.stderr
+        assert (await agent.proposals("pending"))[-1]["items"][0]["status"] == "pending"
+        rejected = await asyncio.to_thread(threadline, "reject", staged["proposalId"], "--note", "No source says so.",
+                                           stack=stack)
+        assert rejected.returncode == 0, rejected.stdout + rejected.stderr
+        for verb, note in (("accept", ()), ("reject", ("--note", "Again."))):
+            again = await asyncio.to_thread(threadline, verb, staged["proposalId"], *note, stack=stack)
+            assert again.returncode == 1 and "accepts and rejects nothing" not in again.stdout
+            assert f"proposal {staged['proposalId']} is already decided" in again.stdout
+            assert re.search(r"noted rejected by reviewer at 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", again.stdout), \
+                again.stdout
+
+
+async def test_the_cli_takes_a_unique_prefix_of_a_proposal_id_and_lists_the_candidates_of_an_ambiguous_one(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        # 17 proposals: two of them start with the same hex digit, whatever ids staging gives them.
+        ids = [(await agent.stage("stage_claims", claims=[claim_item(f"prefix-{n}", [source])]))["proposalId"]
+               for n in range(17)]
+        first = ids[0]
+        shown = await asyncio.to_thread(threadline, "show", first[:8], "--json", stack=stack)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert json.loads(shown.stdout)["proposalId"] == first
+        accepted = await asyncio.to_thread(threadline, "accept", first[:8], "--json", stack=stack)
+        assert json.loads(accepted.stdout)["accepted"] == ["prefix-0"]
+
+        digit = next(d for d in "0123456789abcdef" if sum(i.startswith(d) for i in ids) > 1)
+        sharing = sorted(i for i in ids if i.startswith(digit))
+        ambiguous = await asyncio.to_thread(threadline, "show", digit, stack=stack)
+        assert ambiguous.returncode == 1 and "invalid_argument" in ambiguous.stdout
+        assert f"{digit!r} is the start of several proposal ids: " in ambiguous.stdout
+        assert all(i in ambiguous.stdout for i in sharing[:10]) and "more of the id" in ambiguous.stdout
+        async with stack.api() as api:
+            over_http = await api.get(f"/api/v1/proposals/{first[:8]}")
+            assert over_http.status_code == 200 and over_http.json()["proposalId"] == first
+            refused = await api.get(f"/api/v1/proposals/{digit}")
+            assert refused.status_code == 422 and refused.json()["error"]["field"] == "proposalId"
+            unknown = await api.get("/api/v1/proposals/not-an-id")
+            assert unknown.status_code == 404 and unknown.json()["error"]["field"] == "proposalId"
 
 
 async def test_agents_bracketed_text_prints_as_it_is_never_as_markup(stack):
@@ -75,11 +125,13 @@ async def test_rejecting_a_delta_from_the_cli_needs_a_note(stack):
     assert missing.returncode == 2 and "--note" in missing.stderr
     blank = await asyncio.to_thread(threadline, "reject-delta", operation, "--note", "  ", stack=stack)
     assert blank.returncode == 2 and "--note" in blank.stderr
-    still = await asyncio.to_thread(threadline, "delta", operation, "--json", stack=stack)
-    assert json.loads(still.stdout)["status"] == "committed"
-    rejected = await asyncio.to_thread(threadline, "reject-delta", operation, "--note", "Q3 says [12%].", "--json",
+    still = await asyncio.to_thread(threadline, "delta", operation[:8], "--json", stack=stack)  # a prefix names it
+    assert json.loads(still.stdout)["status"] == "committed" and json.loads(still.stdout)["operationId"] == operation
+    rejected = await asyncio.to_thread(threadline, "reject-delta", operation[:8], "--note", "Q3 says [12%].", "--json",
                                        stack=stack)
     assert json.loads(rejected.stdout)["status"] == "rejected"
+    again = await asyncio.to_thread(threadline, "accept-delta", operation, stack=stack)
+    assert again.returncode == 1 and "the delta was already rejected by reviewer at 20" in again.stdout
 
 
 async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(stack, tmp_path):
@@ -93,3 +145,25 @@ async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(s
         capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert case_id in {c["caseId"] for c in json.loads(listed.stdout)["cases"]}
+
+
+async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack):
+    async with Receiver() as receiver, agent_session(stack) as agent:
+        hook = await register(stack, url=receiver.url, caseId=agent.case_id)
+        await seed(agent, sources=1)
+        [delivered, *_] = await wait_until_delivered(stack, hook["webhookId"], 1)
+
+        def webhooks(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([str(Path(sys.executable).parent / "threadline"), "webhooks", *args],
+                                  env=stack.environment(), capture_output=True, text=True, timeout=60)
+
+        log = await asyncio.to_thread(webhooks, "deliveries", hook["webhookId"][:8])
+        assert log.returncode == 0, log.stderr
+        assert delivered["eventId"] in log.stdout and re.search(r"\d\d:\d\d:\d\d UTC", log.stdout)
+        again = await asyncio.to_thread(webhooks, "redeliver", hook["webhookId"][:8], delivered["eventId"][:8])
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["eventId"] == delivered["eventId"]
+        await receiver.wait_for(lambda requests: sum(r.headers["webhook-id"] == delivered["eventId"]
+                                                     for r in requests) >= 2)
+        unknown = await asyncio.to_thread(webhooks, "deliveries", "0" * 7 + "x")
+        assert unknown.returncode == 1 and "error (not_found): there is no webhook '0000000x'" in unknown.stderr

@@ -48,8 +48,8 @@ def test_first_start_prints_urls_and_writes_private_credentials(system, data_dir
     text = "\n".join(system.output)
     assert f"{system.http_url}/mcp" in text and f"{system.http_url}/ui" in text
     credentials = system.credentials
-    assert {"admin", "reviewer", "agent"} <= set(credentials)
-    for role in ("admin", "reviewer", "agent"):
+    assert {"admin", "reviewer", "agent", "subscriber"} <= set(credentials)
+    for role in ("admin", "reviewer", "agent", "subscriber"):
         assert credentials[role] in text
     assert stat.S_IMODE(os.stat(data_dir / "credentials.json").st_mode) == 0o600
     assert set(system.runtime) >= {"httpUrl", "natsUrl", "databaseUrl"}

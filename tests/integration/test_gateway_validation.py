@@ -15,7 +15,7 @@ from services.gateway.auth import Principal
 from services.gateway.discoveries import Discoveries
 from services.gateway.mcp_server import _call
 from services.gateway.tools import COMMAND_OF_TOOL
-from shared.contracts import command_requests
+from shared.command_contracts import command_requests
 from shared.errors import InvalidArgument
 from shared.messaging import ServiceClient, create_broker
 from shared.nats_auth import OPERATOR

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from services.review.use_cases import decide
 from services.staging.use_cases import stage
 from shared import kinds
 from shared.contracts import Actor, Decide, ToolRequest
-from shared.errors import StaleRevision
+from shared.errors import InvalidArgument, NotFound, StaleRevision
 from tests.factories import claim_item, relation_item, source_item, verdict_claim
 from tests.fakes import FakeReviewUnitOfWork, FakeStagingUnitOfWork, Store
 
@@ -98,3 +100,19 @@ async def test_an_identical_decision_sent_again_returns_the_recorded_one_even_af
     assert again["decisionId"] == first["decisionId"] and again["replayed"] is True
     assert (again["revision"], again["accepted"]) == (1, ["s2"])
     assert len(store.decisions) == 2 and store.cases["case-a"]["revision"] == 2
+
+
+async def test_a_proposal_is_decided_by_a_unique_prefix_of_its_id_and_an_ambiguous_prefix_is_refused():
+    store = ledger()
+    proposal = await staged(store, kinds.SOURCES, sources=[source_item("s2")])
+    answer = await decide(decision(proposal[:8], 0, accept=["s2"]), FakeReviewUnitOfWork(store))
+    assert answer["proposalId"] == proposal and answer["accepted"] == ["s2"]
+    twin = proposal[:8] + "-0000-4000-8000-000000000000"
+    store.proposals[twin] = replace(store.proposals[proposal], proposal_id=twin)
+    with pytest.raises(InvalidArgument) as ambiguous:
+        await decide(decision(proposal[:8], 1, reject=["s2"]), FakeReviewUnitOfWork(store))
+    assert ambiguous.value.field == "proposalId"
+    assert f"several proposal ids: {min(proposal, twin)}, {max(proposal, twin)}" in ambiguous.value.message
+    with pytest.raises(NotFound) as unknown:
+        await decide(decision("zz" + proposal[2:8], 1, reject=["s2"]), FakeReviewUnitOfWork(store))
+    assert unknown.value.field == "proposalId"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools
-from shared.contracts import command_requests
+from shared.command_contracts import command_requests
 from shared.spec import SPEC_DIR, SPEC_FILES, ArgumentError, spec_tools, validate_arguments
 
 UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "spec"

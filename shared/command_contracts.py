@@ -1,0 +1,53 @@
+"""Every command's request contract in one table: the services check their handlers against it, the AsyncAPI
+document and the spec tests read it. It sits above the contract modules, so none of them imports another's."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from shared import contracts as c
+from shared.graph_contracts import CaseGraphRef
+from shared.subjects import Command
+from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
+
+
+def command_requests() -> dict[Command, type[BaseModel]]:
+    """The request contract of every command (for documentation: the handlers declare the same types)."""
+    return {
+        Command.STAGE_SOURCES: c.ToolRequest[c.StageSourcesArgs],
+        Command.STAGE_CLAIMS: c.ToolRequest[c.StageClaimsArgs],
+        Command.STAGE_RELATIONS: c.ToolRequest[c.StageRelationsArgs],
+        Command.STAGE_MERGE: c.ToolRequest[c.StageMergeArgs],
+        Command.STAGE_VERDICT: c.ToolRequest[c.StageVerdictArgs],
+        Command.GET_WORKSPACE: c.ToolRequest[c.GetWorkspaceArgs],
+        Command.INSPECT_SOURCES: c.ToolRequest[c.InspectSourcesArgs],
+        Command.SET_FOCUS: c.ToolRequest[c.SetFocusArgs],
+        Command.GET_COMPANY_CONTEXT: c.ToolRequest[c.GetCompanyContextArgs],
+        Command.CASE_LEDGER: c.CaseRef,
+        Command.CREATE_CASE: c.CreateCase,
+        Command.LIST_CASES: c.ListCases,
+        Command.GET_CASE: c.CaseRef,
+        Command.CASE_HISTORY: c.CaseHistory,
+        Command.CASE_GRAPH: CaseGraphRef,
+        Command.ADD_GUIDANCE: c.AddGuidance,
+        Command.RECORD_SOURCES: c.RecordSources,
+        Command.RETIRE_RECORDS: c.RetireRecords,
+        Command.LIST_PROPOSALS: c.ListProposals,
+        Command.GET_PROPOSAL: c.ProposalRef,
+        Command.DECIDE: c.Decide,
+        Command.PROPOSE_CLAIM_DELTA: c.ProposeClaimDeltaRequest,
+        Command.CREATE_COMPANY: c.CreateCompany,
+        Command.LIST_COMPANIES: c.ListCompanies,
+        Command.GET_COMPANY: c.CompanyRef,
+        Command.ADD_SOURCE_FILE: c.AddSourceFile,
+        Command.ADD_THESIS_CLAIM: c.AddThesisClaim,
+        Command.LIST_DELTAS: c.ListDeltas,
+        Command.GET_DELTA: c.DeltaRef,
+        Command.DECIDE_DELTA: c.DecideDelta,
+        Command.REGISTER_WEBHOOK: RegisterWebhook,
+        Command.LIST_WEBHOOKS: ListWebhooks,
+        Command.GET_WEBHOOK: WebhookRef,
+        Command.DELETE_WEBHOOK: WebhookRef,
+        Command.LIST_DELIVERIES: ListDeliveries,
+        Command.REDELIVER: Redeliver,
+    }

@@ -1,0 +1,52 @@
+"""Ids given by their first characters, as the review page and the CLI show them (8 of a UUID's 36).
+
+A prefix covers one range of UUIDs, which an index reads in order; it names a record when exactly one
+id in that range starts with it. No match is `not_found`, several are refused listing the candidates. Pure.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from shared.errors import InvalidArgument, NotFound
+
+LAYOUT = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"  # where a UUID's dashes stand
+CANDIDATES_SHOWN = 10  # an ambiguous prefix is refused naming this many ids at most
+
+
+def full_uuid(raw: str) -> str | None:
+    """The UUID `raw` spells out whole (any case, with its dashes), or None."""
+    if len(raw) != len(LAYOUT):
+        return None
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        return None
+
+
+def uuid_range(prefix: str) -> tuple[str, str] | None:
+    """The least and the greatest UUID that start with `prefix`, or None when no UUID can."""
+    text = prefix.lower()
+    if not text or len(text) > len(LAYOUT):
+        return None
+    for ch, slot in zip(text, LAYOUT, strict=False):
+        if (slot == "-") != (ch == "-") or (ch != "-" and ch not in "0123456789abcdef"):
+            return None
+    digits = text.replace("-", "")
+    return str(uuid.UUID(digits.ljust(32, "0"))), str(uuid.UUID(digits.ljust(32, "f")))
+
+
+def the_one(prefix: str, candidates: Sequence[str], *, what: str, field: str, hint: str) -> str:
+    """The one id among `candidates` (those in the prefix's range, up to CANDIDATES_SHOWN + 1) that starts
+    with `prefix`; a refusal naming the field when none or several do."""
+    matching = [c for c in candidates if c.startswith(prefix.lower())]
+    if not matching:
+        raise NotFound(f"there is no {what} {prefix!r}", field=field, hint=hint)
+    if len(matching) > 1:
+        shown = ", ".join(matching[:CANDIDATES_SHOWN])
+        more = " and more" if len(matching) > CANDIDATES_SHOWN else ""
+        raise InvalidArgument(
+            f"{prefix!r} is the start of several {what} ids: {shown}{more}", field=field,
+            hint="give more of the id's characters, enough to name one")
+    return matching[0]

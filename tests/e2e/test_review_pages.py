@@ -1,0 +1,85 @@
+"""The review pages as people meet them: every form answered by a redirect to a page (a refresh posts
+nothing again), times with their zone, and a page that says why when a role may not open one."""
+
+from __future__ import annotations
+
+import re
+from contextlib import asynccontextmanager
+
+import httpx2
+
+from services.gateway.ui import COOKIE, csrf_token
+from tests.factories import agent_session, claim_item, seed, ui_sign_in
+from tests.receivers import Receiver
+from tests.webhooks import register, wait_until_delivered
+
+TIME_WITH_ZONE = re.compile(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC")
+TIME_WITHOUT_ZONE = re.compile(r"20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?! UTC)")
+
+
+@asynccontextmanager
+async def signed_in(stack, role: str = "reviewer"):
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens[role])).status_code == 303
+        http.csrf = csrf_token(http.cookies.get(COOKIE, ""))
+        yield http
+
+
+async def test_a_decision_on_the_page_redirects_to_the_proposal_showing_it_and_times_carry_their_zone(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http:
+        source = (await seed(agent, sources=1))["sources"][0]
+        staged = await agent.stage("stage_claims", claims=[claim_item("prg-yes", [source]),
+                                                           claim_item("prg-no", [source])])
+        revision = await agent.revision()
+        posted = await http.post(f"/ui/proposals/{staged['proposalId']}/decide", data={
+            "item:prg-yes": "accept", "item:prg-no": "reject", "note": "one of two", "expectedRevision": str(revision),
+            "csrf": http.csrf})
+        assert posted.status_code == 303, posted.text[:300]
+        location = posted.headers["location"]
+        assert re.fullmatch(rf"/ui/proposals/{staged['proposalId']}\?decision=[0-9a-f-]{{36}}#outcome", location)
+        for _ in range(2):  # what a refresh does: GET the page again, recording nothing more
+            page = await http.get(location.split("#")[0])
+            assert page.status_code == 200
+            banner = page.text[page.text.index('id="outcome"'):]
+            assert f"the case is now at revision {revision + 1}" in banner and "prg-no" in banner
+        async with stack.api() as api:
+            shown = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
+        assert len(shown["decisions"]) == 1 and await agent.revision() == revision + 1
+        assert TIME_WITH_ZONE.search(page.text) and not TIME_WITHOUT_ZONE.search(page.text)
+        for path in (f"/ui/cases/{agent.case_id}", f"/ui/cases/{agent.case_id}/history"):
+            other = (await http.get(path)).text
+            assert TIME_WITH_ZONE.search(other) and not TIME_WITHOUT_ZONE.search(other), path
+
+
+async def test_a_reviewer_is_not_linked_to_admin_pages_and_opening_one_says_why(stack):
+    async with signed_in(stack, "reviewer") as reviewer, signed_in(stack, "admin") as admin:
+        home = await reviewer.get("/ui")
+        assert home.status_code == 200 and 'href="/ui/webhooks"' not in home.text
+        assert 'href="/ui/webhooks"' in (await admin.get("/ui")).text
+        for path in ("/ui/webhooks", "/ui/webhooks/00000000-0000-4000-8000-000000000000"):
+            page = await reviewer.get(path)
+            assert page.status_code == 403 and page.headers["content-type"].startswith("text/html")
+            said = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page.text))
+            assert "This page is not for your role" in said
+            assert "Webhooks (receivers of change events and their delivery logs) are for admin tokens" in said
+            assert "You are signed in as reviewer, a reviewer." in said
+            assert 'href="/ui/signin?next=/ui/webhooks' in page.text and 'href="/ui/webhooks"' not in page.text
+        refused = await reviewer.post("/ui/webhooks/00000000-0000-4000-8000-000000000000/deliveries/"
+                                      "00000000-0000-4000-8000-000000000000/redeliver", data={"csrf": reviewer.csrf})
+        assert refused.status_code == 403 and "This page is not for your role" in refused.text
+
+
+async def test_a_redelivery_on_the_admin_page_redirects_to_the_webhook_page(stack):
+    async with Receiver() as receiver, agent_session(stack) as agent, signed_in(stack, "admin") as http:
+        hook = await register(stack, url=receiver.url, caseId=agent.case_id)
+        await seed(agent, sources=1)
+        [delivered, *_] = await wait_until_delivered(stack, hook["webhookId"], 1)
+        posted = await http.post(f"/ui/webhooks/{hook['webhookId']}/deliveries/{delivered['eventId']}/redeliver",
+                                 data={"csrf": http.csrf})
+        assert posted.status_code == 303
+        assert posted.headers["location"] == f"/ui/webhooks/{hook['webhookId']}?redelivered={delivered['eventId']}"
+        page = await http.get(posted.headers["location"])
+        assert page.status_code == 200 and f"Event <span class=\"mono\">{delivered['eventId'][:8]}" in page.text
+        assert TIME_WITH_ZONE.search(page.text) and not TIME_WITHOUT_ZONE.search(page.text)
+        await receiver.wait_for(lambda requests: sum(r.headers["webhook-id"] == delivered["eventId"]
+                                                     for r in requests) >= 2)
