@@ -45,16 +45,23 @@ class ToolSpec:
         return self.read_only or self.name == "set_focus"
 
     @cached_property
+    def validation_schema(self) -> dict[str, Any]:
+        """The schema calls are checked against: the served one plus Threadline's bounds (bounds.py)."""
+        from shared.spec.bounds import bounded
+
+        return bounded(self.name, self.input_schema)
+
+    @cached_property
     def validator(self) -> Any:
         from shared.spec.validation import validator_for
 
-        return validator_for(self.input_schema)
+        return validator_for(self.validation_schema)
 
     @cached_property
     def fast_check(self) -> Any:
         from shared.spec.validation import fast_check_for
 
-        return fast_check_for(self.input_schema)
+        return fast_check_for(self.validation_schema)
 
 
 def _served_schema(schema: dict[str, Any]) -> dict[str, Any]:

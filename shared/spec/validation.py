@@ -22,6 +22,7 @@ from jsonschema.protocols import Validator
 
 from shared import problems as p
 from shared.problems import MAX_PROBLEMS, Problem, excerpt
+from shared.spec.bounds import NOTE, threadline_bound
 from shared.spec.tools import ToolSpec
 
 NUL_HINT = p.fix("nul")
@@ -185,9 +186,10 @@ def validate_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> None:
     patterns and format checks); only a call it refuses goes through the validator that names each fault,
     which has the last word.
     """
-    if not _too_wide(tool.input_schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
+    schema = tool.validation_schema
+    if not _too_wide(schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
         return
-    found = p.bounded(_oversized(tool.input_schema, arguments, ()))
+    found = _unique(p.bounded(_oversized(schema, arguments, ())))
     if not found:  # within its sizes, the call is checked whole
         found = p.bounded(_nul_characters(arguments))
         errors = itertools.islice(tool.validator.iter_errors(arguments), MAX_PROBLEMS)
@@ -224,11 +226,13 @@ def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator
         return
     where = _format_path(path) or "(arguments)"
     if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
-        yield Problem(where, f"is {len(value)} characters long; at most {schema['maxLength']} allowed",
+        yield Problem(where, f"is {len(value)} characters long; at most {schema['maxLength']} allowed"
+                      + _whose(schema, "maxLength"),
                       p.fix("too_long", {"max": schema["maxLength"], "min": schema.get("minLength", 0)}))
     elif isinstance(value, list):
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            yield Problem(where, f"has {len(value)} items; at most {schema['maxItems']} allowed",
+            yield Problem(where, f"has {len(value)} items; at most {schema['maxItems']} allowed"
+                          + _whose(schema, "maxItems"),
                           p.fix("too_many_items", {"max": schema["maxItems"], "min": schema.get("minItems", 0)}))
             return
         for index, item in enumerate(value):
@@ -246,6 +250,11 @@ def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator
         for branch in schema.get("anyOf", []):
             if isinstance(branch, dict) and branch.get("properties", {}).get("mode", {}).get("const", ...) == mode:
                 yield from _oversized(branch, value, path)
+
+
+def _whose(schema: dict[str, Any], keyword: str) -> str:
+    """Says so when the bound broken is Threadline's own, not the published schema's."""
+    return f" ({NOTE})" if threadline_bound(schema, keyword) else ""
 
 
 def _nul_characters(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Problem]:
@@ -304,7 +313,7 @@ def _message(error: ValidationError) -> str:
         case "minLength":
             return f"is {len(value)} characters long; at least {rule} required"
         case "maxLength":
-            return f"is {len(value)} characters long; at most {rule} allowed"
+            return f"is {len(value)} characters long; at most {rule} allowed" + _whose(error.schema, "maxLength")
         case "pattern":
             return f"{excerpt(value)} does not match the required pattern"
         case "format":
@@ -316,7 +325,7 @@ def _message(error: ValidationError) -> str:
         case "minItems":
             return f"has {len(value)} items; at least {rule} required"
         case "maxItems":
-            return f"has {len(value)} items; at most {rule} allowed"
+            return f"has {len(value)} items; at most {rule} allowed" + _whose(error.schema, "maxItems")
         case "uniqueItems":
             return "lists the same value more than once"
         case "anyOf":
