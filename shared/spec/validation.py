@@ -179,15 +179,16 @@ def _holds_nul(arguments: Any) -> bool:
 # --- validating a call ------------------------------------------------------------------------------
 
 
-def validate_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> None:
+def validate_arguments(tool: ToolSpec, arguments: dict[str, Any], *, fast: bool = True) -> None:
     """Raise ArgumentError naming every problem of the call (bounded), or return when the call is valid.
 
     A valid call is told apart by one compiled check (the schema as Python code, with the same ECMA-262
     patterns and format checks); only a call it refuses goes through the validator that names each fault,
-    which has the last word.
+    which has the last word. `fast=False` skips the compiled check (and compiling it): for calls that are
+    most likely refused.
     """
     schema = tool.validation_schema
-    if not _too_wide(schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
+    if fast and not _too_wide(schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
         return
     found = _unique(p.bounded(_oversized(schema, arguments, ())))
     if not found:  # within its sizes, the call is checked whole
