@@ -35,6 +35,7 @@ from shared.observability import continued, tracing_enabled
 from shared.outage import outage
 from shared.problems import Problem, excerpt
 from shared.spec import ArgumentError, validate_arguments
+from shared.spec.integers import as_integers
 
 log = get_logger(__name__)
 
@@ -142,6 +143,7 @@ async def _call(
         validate_arguments(tool, arguments)
     except ArgumentError as error:
         raise InvalidArgument.of(error.problems) from None
+    arguments = as_integers(tool.validation_schema, arguments)  # 504.0 is the integer 504, as JSON Schema has it
     log.info("tool_call", agent=principal.name)
     request: dict[str, Any] = {"actor": principal.actor().dump(), "args": arguments}
     if "expectedCaseId" in arguments:  # the call acts on a case: on the one this agent discovered only

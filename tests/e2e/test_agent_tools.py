@@ -70,10 +70,18 @@ async def test_each_scope_returns_its_bounded_section(stack):
         assert {"counts", "claims", "sources", "proposals", "unresolved", "guidance"} <= set(everything)
 
 
-async def test_a_cursor_pages_only_unresolved_and_guidance(stack):
+async def test_a_cursor_with_a_scope_that_does_not_page_is_ignored_and_the_answer_says_so(stack):
     async with agent_session(stack) as agent:
-        error = await agent.refused("get_workspace", {"scope": "claims", "cursor": 12})
-        assert error["code"] == "invalid_argument" and error["field"] == "cursor"
+        await seed(agent, sources=1, claims=1)
+        for scope in ("summary", "claims", "all"):
+            plain = await agent.ok("get_workspace", {"scope": scope})
+            answer = await agent.ok("get_workspace", {"scope": scope, "cursor": 12})
+            assert answer.pop("ignored") == {"cursor": f"scope={scope} does not page, so cursor 12 was ignored; "
+                                                       "cursor pages scope=unresolved and scope=guidance"}
+            assert {k: v for k, v in answer.items() if k != "untrusted"} == \
+                {k: v for k, v in plain.items() if k != "untrusted"}
+        paged = await agent.ok("get_workspace", {"scope": "guidance", "cursor": 12})
+        assert "ignored" not in paged and paged["guidance"]["offset"] == 12
 
 
 async def test_unresolved_lists_open_questions_paged_by_item_offset(stack):
