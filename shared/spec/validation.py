@@ -23,6 +23,7 @@ from jsonschema.protocols import Validator
 from shared import problems as p
 from shared.problems import MAX_PROBLEMS, Problem, excerpt
 from shared.spec.bounds import NOTE, threadline_bound
+from shared.spec.shapes import EITHER, relevance, shape_faults
 from shared.spec.tools import ToolSpec
 
 NUL_HINT = p.fix("nul")
@@ -99,6 +100,21 @@ def _required(validator: Validator, required: list[str], instance: Any, schema: 
             yield ValidationError(f"{name!r} is a required property", path=[name])
 
 
+def _dependencies(validator: Validator, dependencies: dict[str, Any], instance: Any,
+                  schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for name, needed in dependencies.items():
+        if name not in instance:
+            continue
+        if validator.is_type(needed, "array"):
+            for each in needed:
+                if each not in instance:
+                    yield ValidationError(f"is required when {name} is sent", path=[each])
+        else:
+            yield from validator.descend(instance, needed, schema_path=name)
+
+
 ToolValidator = validators.extend(
     Draft7Validator,
     {
@@ -106,6 +122,7 @@ ToolValidator = validators.extend(
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
         "required": _required,
+        "dependencies": _dependencies,
     },
 )
 
@@ -194,7 +211,7 @@ def validate_arguments(tool: ToolSpec, arguments: dict[str, Any], *, fast: bool 
     if not found:  # within its sizes, the call is checked whole
         found = p.bounded(_nul_characters(arguments))
         errors = itertools.islice(tool.validator.iter_errors(arguments), MAX_PROBLEMS)
-        faults = sorted((f for e in errors for f in _faults(e, arguments)), key=_relevance)
+        faults = sorted((f for e in errors for f in shape_faults(e, arguments)), key=relevance)
         found = _unique(found + [_problem(f) for f in faults])[:MAX_PROBLEMS]
     if found:
         raise ArgumentError(found)
@@ -331,6 +348,8 @@ def _message(error: ValidationError) -> str:
             return "lists the same value more than once"
         case "anyOf":
             return "the arguments match none of the tool's accepted shapes"
+        case "either" | "dependencies":  # one of several fields (shapes.py); a field another one needs
+            return error.message
     return f"{excerpt(value)} breaks the schema rule {error.validator}"
 
 
@@ -348,6 +367,11 @@ _TYPE_KINDS = {"integer": "integer", "number": "number", "boolean": "boolean", "
 def _hint(error: ValidationError) -> str:
     schema = error.schema if isinstance(error.schema, dict) else {}
     validator = str(error.validator)
+    if validator == EITHER:
+        return str(error.validator_value)
+    if validator == "dependencies":
+        needing = error.message.removeprefix("is required when ").removesuffix(" is sent")
+        return f"add {error.path[-1]}, or leave {needing} out"
     if validator == "type":
         wanted = schema.get("type")
         return p.fix(_TYPE_KINDS.get(wanted, "any_of") if isinstance(wanted, str) else "any_of")
@@ -378,43 +402,3 @@ def _python_would_match(pattern: str, value: Any) -> bool:
 
 def _problem(error: ValidationError) -> Problem:
     return Problem(_format_path(error.absolute_path) or "(arguments)", _message(error), _hint(error))
-
-
-def _relevance(error: ValidationError) -> tuple[int, int, str]:
-    # Structural faults first (a missing or unexpected field), then the deepest path, then stable order;
-    # "matches no shape" only when nothing more precise is known.
-    rank = {"required": 0, "additionalProperties": 0, "anyOf": 2}.get(str(error.validator), 1)
-    return (rank, -len(error.absolute_path), _format_path(error.absolute_path))
-
-
-def _distance(faults: list[ValidationError]) -> tuple[int, int]:
-    """How far a call is from one shape: its missing or unexpected fields, then all its faults."""
-    return sum(_relevance(fault)[0] == 0 for fault in faults), len(faults)
-
-
-def _faults(error: ValidationError, arguments: dict[str, Any]) -> list[ValidationError]:
-    """An error as the faults worth telling: for an `anyOf` of shapes, what is wrong inside the shape the
-    caller meant.
-
-    That is the shape its `mode` names where the shapes are told apart by `mode` (none when `mode` is
-    itself wrong: that fault is reported instead), else the shape it comes closest to: the fewest missing
-    or unexpected fields, then the fewest faults.
-    """
-    if error.validator != "anyOf" or not error.context:
-        return [error]
-    faults: dict[int, list[ValidationError]] = {}
-    for inner in error.context:
-        faults.setdefault(inner.schema_path[0], []).append(inner)
-    modes = {
-        index: branch["properties"]["mode"]["const"]
-        for index, branch in enumerate(error.validator_value)
-        if "const" in branch.get("properties", {}).get("mode", {})
-    }
-    if modes:
-        mode = arguments.get("mode") if isinstance(arguments, dict) else None
-        chosen = next((faults.get(index, []) for index, const in modes.items() if const == mode), [])
-    else:
-        chosen = min(faults.values(), key=_distance)
-    if not chosen:
-        return [error]
-    return [fault for inner in chosen for fault in _faults(inner, arguments)]
