@@ -249,6 +249,21 @@ async def test_a_call_pinned_behind_is_rebased_unless_what_it_cites_came_after_i
         assert ahead["code"] == "stale_revision" and ahead["details"]["currentRevision"] == 1
 
 
+async def test_a_rebased_digest_names_the_claims_a_retirement_re_rated(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=2, claims=2)  # both claims cite the first source only
+        pin = await agent.revision()
+        async with stack.api() as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "source", "id": ids["sources"][0]}], "note": "withdrawn by its publisher"})
+            assert retired.status_code == 200, retired.text
+        rebased = await agent.ok("stage_sources", {
+            "expectedCaseId": agent.case_id, "expectedRevision": pin, "sources": [source_item(unique("after"))]})
+        changes = rebased["rebased"]["changes"]
+        assert changes["retired"] == {"count": 1, "first": [ids["sources"][0]]}
+        assert changes["rerated"]["count"] == 2 and sorted(changes["rerated"]["first"]) == sorted(ids["claims"])
+
+
 async def test_a_call_naming_another_case_is_refused(stack):
     async with agent_session(stack) as agent, agent_session(stack) as other:
         error = await refused_storing_nothing(agent, "stage_sources", {
