@@ -155,6 +155,7 @@ async def probing(url: str):
     prober = await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.readyz_probe", url,
                                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
+        assert await asyncio.wait_for(prober.stdout.readline(), timeout=60) == b"ready\n"
         yield probes
     finally:
         out, _ = await prober.communicate(b"")
@@ -177,7 +178,9 @@ async def test_readyz_p99_stays_under_100_ms_while_every_hostile_call_arrives_at
             httpx2.AsyncClient(base_url=url, timeout=60, limits=httpx2.Limits(max_connections=16)) as http:
         with busy_cores(2):
             async with probing(url) as probes:
-                await asyncio.sleep(0.5)
+                quiet_from = time.time()
+                await asyncio.sleep(1.5)  # the same probes with no hostile call: reported beside, not bounded
+                quiet = (quiet_from, time.time())
                 for _ in range(BURSTS):
                     started = time.time()
                     *refused_prism, refused_ids, too_large = await asyncio.gather(
@@ -197,7 +200,10 @@ async def test_readyz_p99_stays_under_100_ms_while_every_hostile_call_arrives_at
     assert all(status == 200 for _, _, status in probes)
     during = sorted(took for at, took, _ in probes if any(start <= at <= end for start, end in windows))
     p99 = during[int(len(during) * 0.99)]
-    print(f"/readyz over {len(during)} probes during {BURSTS} bursts: p50 {during[len(during) // 2]:.4f} s, "
-          f"p99 {p99:.4f} s, max {during[-1]:.4f} s")
+    calm = sorted(took for at, took, _ in probes if quiet[0] <= at <= quiet[1])
+    said = (f"/readyz over {len(during)} probes during {BURSTS} bursts: p50 {during[len(during) // 2]:.4f} s, "
+            f"p99 {p99:.4f} s, max {during[-1]:.4f} s; with the cores busy and no hostile call, over "
+            f"{len(calm)} probes: p50 {calm[len(calm) // 2]:.4f} s, max {calm[-1]:.4f} s")
+    print(said)
     assert len(during) >= 100, len(during)
-    assert p99 < READY_P99, (p99, during[-5:])
+    assert p99 < READY_P99, said
