@@ -131,7 +131,7 @@ async def gateway_process(stack, log_dir):
     """`threadline serve gateway` on a port of its own, beside the stack's services, ready when it yields."""
     port = free_port()
     gateways = ServiceProcesses("gateway", {**stack.environment(), "THREADLINE_LOG_LEVEL": "WARNING",
-                                            "THREADLINE_DB_POOL_SIZE": "2"}, log_dir)
+                                            "THREADLINE_DB_POOL_SIZE": "4"}, log_dir)
     process = gateways.start(THREADLINE_HTTP_PORT=str(port))
     url = f"http://127.0.0.1:{port}"
     try:
