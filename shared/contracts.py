@@ -201,6 +201,8 @@ class SetFocusArgs(Contract):
 class GetCompanyContextArgs(Contract):
     company_id: str | None = None
     ticker: str | None = None
+    source_file_id: str | None = None
+    cursor: Annotated[int, Field(ge=1, le=200_000)] | None = None
 
 
 A = TypeVar("A", bound=BaseModel)

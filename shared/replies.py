@@ -97,3 +97,32 @@ class CompanyContext(Reply):
     pending_deltas: Newest[PendingDelta]
     evidence_health: EvidenceHealth
     next: str
+
+
+class SavedCompany(Reply):
+    company_id: str
+    ticker: str
+    name: str
+
+
+class SavedCompanies(Reply):
+    """get_company_context with no arguments: the saved companies (bounded), and what to call next."""
+
+    companies: list[SavedCompany]
+    total: int
+    omitted: int
+    next: str
+
+
+class SourceFilePage(Reply):
+    """One page of a source file's text, framed as untrusted data (the text as inspect_sources frames a record)."""
+
+    source_file_id: str
+    title: str
+    url: str
+    characters: int
+    offset: int
+    trust: str
+    nonce: str
+    text: str
+    next_cursor: int | None

@@ -50,6 +50,7 @@ AGENT_WRITTEN: dict[str, tuple[tuple[str, ...], ...]] = {
         *_items("sourceFiles", fields=("title",)),
         *_items("recentReviews", fields=("summary", "note")),
         *_items("pendingDeltas", fields=("summary",)),
+        ("sourceFile", "title"),
     ),
     "propose_claim_delta_from_source": (
         *_items("context", "touchedClaims", fields=("excerpt",)),
@@ -74,12 +75,13 @@ def new_nonce(avoid: str = "") -> str:
     return nonce
 
 
-def frame_record(source_id: str, body: str) -> dict[str, str]:
-    """Wrap a source record in markers carrying a fresh random nonce the content does not contain."""
+def frame_record(source_id: str, body: str, kind: str = "SOURCE RECORD") -> dict[str, str]:
+    """Wrap a source record (or another `kind`: a SOURCE FILE) in markers carrying a fresh random nonce the
+    content does not contain."""
     body = neutralise(body)
     nonce = new_nonce(body)
-    begin = f"<<<BEGIN UNTRUSTED SOURCE RECORD {source_id} nonce={nonce}>>>"
-    end = f"<<<END UNTRUSTED SOURCE RECORD {source_id} nonce={nonce}>>>"
+    begin = f"<<<BEGIN UNTRUSTED {kind} {source_id} nonce={nonce}>>>"
+    end = f"<<<END UNTRUSTED {kind} {source_id} nonce={nonce}>>>"
     return {"nonce": nonce, "begin": begin, "end": end, "text": f"{begin}\n{body}\n{end}"}
 
 

@@ -16,11 +16,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from shared.spec import ecma_search
+from shared.spec.bounds import MARK
 
 KNOWN = {
     "type", "description", "properties", "required", "additionalProperties", "enum", "const", "minLength",
     "maxLength", "pattern", "format", "minimum", "maximum", "items", "minItems", "maxItems", "uniqueItems",
-    "anyOf", "$schema",
+    "anyOf", "$schema", "dependencies", MARK,
 }
 SHORT = 60  # most strings stay this short; some are drawn up to the schema's maxLength
 UNBOUNDED_CHARS = 1000  # the longest string drawn where the schema sets no maxLength
@@ -62,10 +63,11 @@ def valid(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 def _object(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     properties = schema.get("properties", {})
     required = set(schema.get("required", []))
+    needs = schema.get("dependencies", {})  # a field that needs others (their array form, as the spec has it)
     return st.fixed_dictionaries(
         {name: valid(properties[name]) for name in properties if name in required},
         optional={name: valid(properties[name]) for name in properties if name not in required},
-    )
+    ).filter(lambda drawn: all(set(needs[name]) <= set(drawn) for name in drawn if name in needs))
 
 
 def _array(schema: dict[str, Any]) -> st.SearchStrategy[list[Any]]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ from fastapi.staticfiles import StaticFiles
 from faststream.nats import NatsBroker
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from sqlalchemy import text
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Match, Route
@@ -30,6 +30,7 @@ from services.gateway import feed, http_api, metrics, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import http_error, invalid_argument, routing_error
+from services.gateway.intake import Intake
 from services.gateway.limits import BodyLimit
 from services.gateway.mcp_server import (
     AUTH_OUTAGE_SCOPE_KEY,
@@ -154,13 +155,18 @@ def allowed_methods(app: FastAPI, scope: Scope) -> str:
 
 
 class McpEndpoint:
-    """ASGI app at /mcp: authenticates the bearer token, then hands over to the MCP transport."""
+    """ASGI app at /mcp: authenticates the bearer token, then hands over to the MCP transport (through the
+    intake, which bounds the body and judges a large one off the event loop)."""
 
-    def __init__(self, tokens_of: Any, manager_of: Any) -> None:
+    def __init__(self, tokens_of: Any, manager_of: Any, intake: Intake | None = None) -> None:
         self.tokens_of = tokens_of
         self.manager_of = manager_of
+        self.intake = intake or Intake()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (refused := self.intake.refusal_by_length(scope)) is not None:
+            await refused(scope, receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             principal: Principal = await self.tokens_of(scope).authenticate(headers.get("authorization"))
@@ -175,10 +181,10 @@ class McpEndpoint:
             # The token could not be checked (an outage): a tool call then gets a tool error with the retry
             # hint, which an agent reads, instead of a bare HTTP 503 its MCP client reports as "an error".
             scope[AUTH_OUTAGE_SCOPE_KEY] = refusal
-            await self.manager_of(scope).handle_request(scope, receive, send)
+            await self.intake.hand_over(scope, receive, send, self.manager_of(scope).handle_request)
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        await self.manager_of(scope).handle_request(scope, receive, send)
+        await self.intake.hand_over(scope, receive, send, self.manager_of(scope).handle_request)
 
 
 def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
@@ -188,6 +194,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
         return principal_from_http(ctx)
 
     mcp_server = build_server(gateway.client, gateway.discoveries, resolve, version())
+    intake = Intake()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -204,6 +211,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
             yield
         if health is not None:
             await health.stop()
+        await intake.judge.close()
         await gateway.stop()
 
     app = FastAPI(
@@ -271,17 +279,9 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:
-        checks = {"nats": False, "postgres": False}
-        try:
-            checks["nats"] = await gateway.broker.ping(timeout=2.0)
-        except Exception:  # noqa: BLE001
-            checks["nats"] = False
-        try:
-            async with gateway.db.engine.connect() as connection:
-                await connection.execute(text("SELECT 1"))
-            checks["postgres"] = True
-        except Exception:  # noqa: BLE001
-            checks["postgres"] = False
+        # Both asked at once: a probe waits for the slower of the two answers, not for one after the other.
+        nats, postgres = await asyncio.gather(_answers(gateway.broker.ping(timeout=2.0)), _answers(gateway.db.ping()))
+        checks = {"nats": nats, "postgres": postgres}
         ready = all(checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
@@ -310,13 +310,20 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     # A route, not a mount: a mount would redirect /mcp to /mcp/.
     # First among the routes: every agent call is matched against it before anything else.
     app.router.routes.insert(
-        0, Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager))
+        0, Route("/mcp", McpEndpoint(lambda scope: gateway.tokens, lambda scope: app.state.mcp_manager, intake))
     )
     app.add_middleware(BodyLimit)
     app.add_middleware(CorrelationMiddleware)
     if tracing_enabled():  # its request attributes cost every call a share even when nothing records spans
         instrument_http(app)
     return app
+
+
+async def _answers(check: Awaitable[bool]) -> bool:
+    try:
+        return bool(await check)
+    except Exception:  # noqa: BLE001 - any failure means not ready
+        return False
 
 
 async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:

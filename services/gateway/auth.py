@@ -49,10 +49,15 @@ def bearer(authorization: str | None) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+def a_token(*roles: str) -> str:
+    """'an agent token', 'a reviewer or admin token': roles named with their article."""
+    return f"{'an' if roles[0][0] in 'aeiou' else 'a'} {' or '.join(roles)} token"
+
+
 def require_role(principal: Principal, *roles: str) -> None:
     if principal.role not in roles:
         raise Forbidden(
-            f"a {principal.role} token cannot do this; it needs a {' or '.join(roles)} token",
+            f"{a_token(principal.role)} cannot do this; it needs {a_token(*roles)}",
             hint="ask an admin for a token with the right role",
         )
 

@@ -9,8 +9,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.errors import http_error, too_large
 
-# The MCP transport refuses bodies past the same size itself (with a JSON-RPC answer of its own).
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# A call travels to its service as one NATS message (1 MiB unless the server is configured otherwise), so no
+# call a service can receive needs more: even written with every non-ASCII character escaped (\uXXXX, at
+# most three times its UTF-8 bytes) and framed as JSON-RPC, it fits in 4 MiB. /mcp bounds its bodies itself
+# (intake.py), to refuse them as JSON-RPC errors.
+MAX_CALL_BYTES = 4 * 1024 * 1024
 UNLIMITED_PATHS = ("/mcp",)
 
 
@@ -30,7 +34,7 @@ class BodyLimit:
         if scope["type"] != "http" or scope["path"] in UNLIMITED_PATHS:
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
+        declared = declared_length(scope)
         if declared is not None and declared > self.limit:
             await http_error(too_large(self.refusal))(scope, receive, send)
             return
@@ -48,7 +52,7 @@ class BodyLimit:
         await self.app(scope, bounded_receive, send)
 
 
-def _content_length(scope: Scope) -> int | None:
+def declared_length(scope: Scope) -> int | None:
     """The declared length; a malformed one counts as too large (nothing honest sends it)."""
     values: list[Any] = [v for k, v in scope["headers"] if k.lower() == b"content-length"]
     if not values:

@@ -16,9 +16,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from services.gateway import metrics
-from services.gateway.auth import Principal
+from services.gateway.auth import Principal, a_token
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import tool_error, tool_result
+from services.gateway.intake import judged_problems
 from services.gateway.tools import COMMAND_OF_TOOL, mcp_tools, served_tools
 from shared import untrusted
 from shared.errors import (
@@ -32,8 +33,9 @@ from shared.logging import bound, get_logger
 from shared.messaging import ServiceClient, new_correlation_id, new_traceparent
 from shared.observability import continued, tracing_enabled
 from shared.outage import outage
-from shared.problems import excerpt
+from shared.problems import Problem, excerpt
 from shared.spec import ArgumentError, validate_arguments
+from shared.spec.integers import as_integers
 
 log = get_logger(__name__)
 
@@ -73,8 +75,8 @@ def build_server(client: ServiceClient, discoveries: Discoveries, resolve_princi
         with bound(correlation_id=correlation_id, tool=params.name), continued(traceparent):
             try:
                 principal = await resolve_principal(ctx)
-                result = await _call(client, discoveries, principal, params.name, params.arguments or {},
-                                     correlation_id, traceparent)
+                result = await _call(client, discoveries, principal, params.name, _arguments(params),
+                                     correlation_id, traceparent, judged_problems(getattr(ctx, "request", None)))
                 return tool_result(untrusted.framed_answer(params.name, result))
             except ThreadlineError as error:
                 outcome = error.code
@@ -120,20 +122,28 @@ async def _call(
     discoveries: Discoveries,
     principal: Principal,
     name: str,
-    arguments: dict[str, Any],
+    arguments: dict[str, Any] | None,
     correlation_id: str,
     traceparent: str,
+    judged: list[Problem] | None = None,
 ) -> dict[str, Any]:
     tool = served_tools()[name]
     if principal.role != "agent":
         raise Forbidden(
-            f"MCP tools are for agent tokens; this is a {principal.role} token",
+            f"MCP tools are for agent tokens; this is {a_token(principal.role)}",
             hint="reviewers and admins use the HTTP API (/api/v1) or the web UI (/ui)",
         )
+    if arguments is None:
+        raise InvalidArgument("arguments is null; a tool's arguments are a JSON object", field="arguments",
+                              hint="send the arguments as an object ({} when the tool needs none), or leave "
+                                   "arguments out")
+    if judged:  # the intake's judging process checked the arguments already (and kept them off the loop)
+        raise InvalidArgument.of(judged)
     try:
         validate_arguments(tool, arguments)
     except ArgumentError as error:
         raise InvalidArgument.of(error.problems) from None
+    arguments = as_integers(tool.validation_schema, arguments)  # 504.0 is the integer 504, as JSON Schema has it
     log.info("tool_call", agent=principal.name)
     request: dict[str, Any] = {"actor": principal.actor().dump(), "args": arguments}
     if "expectedCaseId" in arguments:  # the call acts on a case: on the one this agent discovered only
@@ -143,6 +153,11 @@ async def _call(
     if name == DISCOVERY_TOOL:
         await discoveries.record(principal.name, result["caseId"], result["workspaceRevision"])
     return result
+
+
+def _arguments(params: types.CallToolRequestParams) -> dict[str, Any] | None:
+    """The call's arguments: {} when it sends none, None when it sends null (which is refused)."""
+    return params.arguments if "arguments" in params.model_fields_set else {}
 
 
 def _correlation_id(ctx: Any) -> str:

@@ -14,7 +14,21 @@ class SqlTheses:
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
 
+    async def companies(self, limit: int) -> tuple[list[Any], int]:
+        total = (await self.connection.execute(select(func.count()).select_from(companies))).scalar_one()
+        rows = await self.connection.execute(
+            select(companies.c.company_id, companies.c.ticker, companies.c.name)
+            .order_by(companies.c.ticker).limit(limit))
+        return list(rows), total
 
+    async def source_file_page(self, company_id: str, source_file_id: str, start: int, size: int) -> Any:
+        """One page of a source file's text (`size` characters from offset `start`), with its whole length."""
+        return (await self.connection.execute(
+            select(source_files.c.source_file_id, source_files.c.title, source_files.c.url,
+                   func.length(source_files.c.text).label("length"),
+                   func.substr(source_files.c.text, start + 1, size).label("page"))
+            .where(source_files.c.company_id == company_id, source_files.c.source_file_id == source_file_id)
+        )).first()
 
     async def company(self, company_id: str | None, ticker: str | None) -> Any:
         query = select(companies)

@@ -16,7 +16,7 @@ from shared.contracts import (
     SetFocusArgs,
     ToolRequest,
 )
-from shared.errors import InvalidArgument, NoActiveCase, NotFound, Unavailable
+from shared.errors import NoActiveCase, NotFound, Unavailable
 from shared.events import FocusChanged
 
 PAGED = ("unresolved", "guidance")
@@ -25,17 +25,18 @@ CATCH_UP_ATTEMPTS = 3
 
 async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
     scope = request.args.scope or "summary"
-    if request.args.cursor is not None and scope not in PAGED:
-        raise InvalidArgument(
-            f"cursor pages only the unresolved and guidance sections, not {scope!r}",
-            field="cursor",
-            hint="omit cursor, or use it with scope=unresolved or scope=guidance",
-        )
+    # The schema allows a cursor with any scope; one that does not page ignores it, and the answer says so.
+    cursor = request.args.cursor if scope in PAGED else None
 
     async def case_of_agent() -> Any:
         return await uow.reads.case_row(await _active_case(uow, request.actor.name))
 
-    return await _at_view(uow, case_of_agent, lambda case, state: _workspace(uow, request, scope, case, state))
+    found = await _at_view(uow, case_of_agent, lambda case, state: _workspace(uow, scope, cursor, case, state,
+                                                                              request.actor.name))
+    if request.args.cursor is not None and cursor is None:
+        found["ignored"] = {"cursor": f"scope={scope} does not page, so cursor {request.args.cursor} was ignored; "
+                                      "cursor pages scope=unresolved and scope=guidance"}
+    return found
 
 
 async def _at_view(uow: ProjectionUnitOfWork, find_case: Callable[[], Awaitable[Any]],
@@ -55,8 +56,8 @@ async def _at_view(uow: ProjectionUnitOfWork, find_case: Callable[[], Awaitable[
     raise Unavailable("the case's view is still being built", hint="ask again in a moment")
 
 
-async def _workspace(uow: ProjectionUnitOfWork, request: ToolRequest[GetWorkspaceArgs], scope: str, case: Any,
-                     state: ViewState) -> dict[str, Any]:
+async def _workspace(uow: ProjectionUnitOfWork, scope: str, cursor: int | None, case: Any, state: ViewState,
+                     agent: str) -> dict[str, Any]:
     case_id = case.case_id
     focus = await uow.reads.focus_of(case_id)
     counts = await uow.views.counts(case_id)
@@ -76,11 +77,11 @@ async def _workspace(uow: ProjectionUnitOfWork, request: ToolRequest[GetWorkspac
     if "sources" in shows:
         found["sources"] = await workspace.sources(uow, case_id, focus, counts)
     if "proposals" in shows:
-        found["proposals"] = await _proposals(uow, case_id, request.actor.name)
+        found["proposals"] = await _proposals(uow, case_id, agent)
     if "unresolved" in shows:
-        found["unresolved"] = await workspace.unresolved(uow, case_id, request.args.cursor, counts)
+        found["unresolved"] = await workspace.unresolved(uow, case_id, cursor, counts)
     if "guidance" in shows:
-        found["guidance"] = await workspace.guidance(uow, case_id, request.args.cursor, counts)
+        found["guidance"] = await workspace.guidance(uow, case_id, cursor, counts)
     return found
 
 

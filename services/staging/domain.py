@@ -18,6 +18,9 @@ from shared.problems import Problem
 
 CHANGES_NAMED = 20  # a stale refusal names at most this many changed records
 CHANGED_IDS = 5  # a rebase digest lists at most this many ids per kind of change
+# The key that holds a record's id in each kind of change a revision's log lists (shared/events.py,
+# LedgerChange): groups name theirs groupId, re-rated claims claimId, every other record id.
+RECORD_ID_KEYS = ("id", "groupId", "claimId")
 
 
 @dataclass(frozen=True)

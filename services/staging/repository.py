@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from services.staging.domain import CHANGED_IDS, Prior, Proposal, StageFacts
+from services.staging.domain import CHANGED_IDS, RECORD_ID_KEYS, Prior, Proposal, StageFacts
 from services.staging.ports import REPLAYED, STORED, LedgerMoved, StagingUnitOfWork
 from shared import outbox
 from shared.db.session import Database
@@ -18,6 +18,7 @@ from shared.service import Meta, ServiceContext, origin
 # with its status and when it came and went; the active verdict and when the verdict slot last changed;
 # an identical earlier call of the agent; and, when the case moved on since the pin, a digest of the change
 # log in between (per kind of change: a count and the first ids). Indexed reads only.
+RECORD_ID = ", ".join(f"record->>'{key}'" for key in RECORD_ID_KEYS)
 STAGE_FACTS = f"""
 SELECT c.revision,
   (SELECT coalesce(jsonb_agg(jsonb_build_array(source_id, status, revision, ended_revision)), '[]')
@@ -35,7 +36,7 @@ SELECT c.revision,
   CASE WHEN c.revision > $6 THEN (
     SELECT coalesce(jsonb_object_agg(kind, jsonb_build_object('count', n, 'first', to_jsonb(first))), '{{}}')
     FROM (SELECT change.key AS kind, count(*) AS n,
-                 (array_agg(coalesce(record->>'id', record->>'groupId') ORDER BY log.revision))[1:$9] AS first
+                 (array_agg(coalesce({RECORD_ID}) ORDER BY log.revision))[1:$9] AS first
           FROM change_log log, jsonb_each(log.changes) AS change, jsonb_array_elements(change.value) AS record
           WHERE log.case_id = $1 AND log.revision > $6
           GROUP BY change.key) AS digest) END AS since_pin

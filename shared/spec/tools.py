@@ -8,6 +8,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from shared.spec.bounds import bounded
 from shared.spec.validation import fast_check_for, validator_for
 
 SPEC_DIR = Path(__file__).parent
@@ -47,12 +48,17 @@ class ToolSpec:
         return self.read_only or self.name == "set_focus"
 
     @cached_property
+    def validation_schema(self) -> dict[str, Any]:
+        """The schema calls are checked against: the served one plus Threadline's bounds (bounds.py)."""
+        return bounded(self.name, self.input_schema)
+
+    @cached_property
     def validator(self) -> Any:
-        return validator_for(self.input_schema)
+        return validator_for(self.validation_schema)
 
     @cached_property
     def fast_check(self) -> Any:
-        return fast_check_for(self.input_schema)
+        return fast_check_for(self.validation_schema)
 
 
 def _served_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from jsonschema.protocols import Validator
 
 from shared import problems as p
 from shared.problems import MAX_PROBLEMS, Problem, excerpt
+from shared.spec.bounds import NOTE, threadline_bound
+from shared.spec.shapes import EITHER, relevance, shape_faults
 
 NUL_HINT = p.fix("nul")
 
@@ -97,6 +99,21 @@ def _required(validator: Validator, required: list[str], instance: Any, schema: 
             yield ValidationError(f"{name!r} is a required property", path=[name])
 
 
+def _dependencies(validator: Validator, dependencies: dict[str, Any], instance: Any,
+                  schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for name, needed in dependencies.items():
+        if name not in instance:
+            continue
+        if validator.is_type(needed, "array"):
+            for each in needed:
+                if each not in instance:
+                    yield ValidationError(f"is required when {name} is sent", path=[each])
+        else:
+            yield from validator.descend(instance, needed, schema_path=name)
+
+
 ToolValidator = validators.extend(
     Draft7Validator,
     {
@@ -104,6 +121,7 @@ ToolValidator = validators.extend(
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
         "required": _required,
+        "dependencies": _dependencies,
     },
 )
 
@@ -181,7 +199,7 @@ class CheckedTool(Protocol):
     """What validating a call needs of a tool (shared/spec/tools.py's ToolSpec, which builds its checks here)."""
 
     @property
-    def input_schema(self) -> dict[str, Any]: ...
+    def validation_schema(self) -> dict[str, Any]: ...
 
     @property
     def fast_check(self) -> Callable[[Any], bool]: ...
@@ -190,20 +208,22 @@ class CheckedTool(Protocol):
     def validator(self) -> Validator: ...
 
 
-def validate_arguments(tool: CheckedTool, arguments: dict[str, Any]) -> None:
+def validate_arguments(tool: CheckedTool, arguments: dict[str, Any], *, fast: bool = True) -> None:
     """Raise ArgumentError naming every problem of the call (bounded), or return when the call is valid.
 
     A valid call is told apart by one compiled check (the schema as Python code, with the same ECMA-262
     patterns and format checks); only a call it refuses goes through the validator that names each fault,
-    which has the last word.
+    which has the last word. `fast=False` skips the compiled check (and compiling it): for calls that are
+    most likely refused.
     """
-    if not _too_wide(tool.input_schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
+    schema = tool.validation_schema
+    if fast and not _too_wide(schema, arguments) and tool.fast_check(arguments) and not _holds_nul(arguments):
         return
-    found = p.bounded(_oversized(tool.input_schema, arguments, ()))
+    found = _unique(p.bounded(_oversized(schema, arguments, ())))
     if not found:  # within its sizes, the call is checked whole
         found = p.bounded(_nul_characters(arguments))
         errors = itertools.islice(tool.validator.iter_errors(arguments), MAX_PROBLEMS)
-        faults = sorted((f for e in errors for f in _faults(e, arguments)), key=_relevance)
+        faults = sorted((f for e in errors for f in shape_faults(e, arguments)), key=relevance)
         found = _unique(found + [_problem(f) for f in faults])[:MAX_PROBLEMS]
     if found:
         raise ArgumentError(found)
@@ -236,11 +256,13 @@ def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator
         return
     where = _format_path(path) or "(arguments)"
     if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
-        yield Problem(where, f"is {len(value)} characters long; at most {schema['maxLength']} allowed",
+        yield Problem(where, f"is {len(value)} characters long; at most {schema['maxLength']} allowed"
+                      + _whose(schema, "maxLength"),
                       p.fix("too_long", {"max": schema["maxLength"], "min": schema.get("minLength", 0)}))
     elif isinstance(value, list):
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            yield Problem(where, f"has {len(value)} items; at most {schema['maxItems']} allowed",
+            yield Problem(where, f"has {len(value)} items; at most {schema['maxItems']} allowed"
+                          + _whose(schema, "maxItems"),
                           p.fix("too_many_items", {"max": schema["maxItems"], "min": schema.get("minItems", 0)}))
             return
         for index, item in enumerate(value):
@@ -258,6 +280,11 @@ def _oversized(schema: Any, value: Any, path: tuple[str | int, ...]) -> Iterator
         for branch in schema.get("anyOf", []):
             if isinstance(branch, dict) and branch.get("properties", {}).get("mode", {}).get("const", ...) == mode:
                 yield from _oversized(branch, value, path)
+
+
+def _whose(schema: dict[str, Any], keyword: str) -> str:
+    """Says so when the bound broken is Threadline's own, not the published schema's."""
+    return f" ({NOTE})" if threadline_bound(schema, keyword) else ""
 
 
 def _nul_characters(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[Problem]:
@@ -316,7 +343,7 @@ def _message(error: ValidationError) -> str:
         case "minLength":
             return f"is {len(value)} characters long; at least {rule} required"
         case "maxLength":
-            return f"is {len(value)} characters long; at most {rule} allowed"
+            return f"is {len(value)} characters long; at most {rule} allowed" + _whose(error.schema, "maxLength")
         case "pattern":
             return f"{excerpt(value)} does not match the required pattern"
         case "format":
@@ -328,11 +355,13 @@ def _message(error: ValidationError) -> str:
         case "minItems":
             return f"has {len(value)} items; at least {rule} required"
         case "maxItems":
-            return f"has {len(value)} items; at most {rule} allowed"
+            return f"has {len(value)} items; at most {rule} allowed" + _whose(error.schema, "maxItems")
         case "uniqueItems":
             return "lists the same value more than once"
         case "anyOf":
             return "the arguments match none of the tool's accepted shapes"
+        case "either" | "dependencies":  # one of several fields (shapes.py); a field another one needs
+            return error.message
     return f"{excerpt(value)} breaks the schema rule {error.validator}"
 
 
@@ -350,6 +379,11 @@ _TYPE_KINDS = {"integer": "integer", "number": "number", "boolean": "boolean", "
 def _hint(error: ValidationError) -> str:
     schema = error.schema if isinstance(error.schema, dict) else {}
     validator = str(error.validator)
+    if validator == EITHER:
+        return str(error.validator_value)
+    if validator == "dependencies":
+        needing = error.message.removeprefix("is required when ").removesuffix(" is sent")
+        return f"add {error.path[-1]}, or leave {needing} out"
     if validator == "type":
         wanted = schema.get("type")
         return p.fix(_TYPE_KINDS.get(wanted, "any_of") if isinstance(wanted, str) else "any_of")
@@ -380,43 +414,3 @@ def _python_would_match(pattern: str, value: Any) -> bool:
 
 def _problem(error: ValidationError) -> Problem:
     return Problem(_format_path(error.absolute_path) or "(arguments)", _message(error), _hint(error))
-
-
-def _relevance(error: ValidationError) -> tuple[int, int, str]:
-    # Structural faults first (a missing or unexpected field), then the deepest path, then stable order;
-    # "matches no shape" only when nothing more precise is known.
-    rank = {"required": 0, "additionalProperties": 0, "anyOf": 2}.get(str(error.validator), 1)
-    return (rank, -len(error.absolute_path), _format_path(error.absolute_path))
-
-
-def _distance(faults: list[ValidationError]) -> tuple[int, int]:
-    """How far a call is from one shape: its missing or unexpected fields, then all its faults."""
-    return sum(_relevance(fault)[0] == 0 for fault in faults), len(faults)
-
-
-def _faults(error: ValidationError, arguments: dict[str, Any]) -> list[ValidationError]:
-    """An error as the faults worth telling: for an `anyOf` of shapes, what is wrong inside the shape the
-    caller meant.
-
-    That is the shape its `mode` names where the shapes are told apart by `mode` (none when `mode` is
-    itself wrong: that fault is reported instead), else the shape it comes closest to: the fewest missing
-    or unexpected fields, then the fewest faults.
-    """
-    if error.validator != "anyOf" or not error.context:
-        return [error]
-    faults: dict[int, list[ValidationError]] = {}
-    for inner in error.context:
-        faults.setdefault(inner.schema_path[0], []).append(inner)
-    modes = {
-        index: branch["properties"]["mode"]["const"]
-        for index, branch in enumerate(error.validator_value)
-        if "const" in branch.get("properties", {}).get("mode", {})
-    }
-    if modes:
-        mode = arguments.get("mode") if isinstance(arguments, dict) else None
-        chosen = next((faults.get(index, []) for index, const in modes.items() if const == mode), [])
-    else:
-        chosen = min(faults.values(), key=_distance)
-    if not chosen:
-        return [error]
-    return [fault for inner in chosen for fault in _faults(inner, arguments)]

@@ -70,10 +70,18 @@ async def test_each_scope_returns_its_bounded_section(stack):
         assert {"counts", "claims", "sources", "proposals", "unresolved", "guidance"} <= set(everything)
 
 
-async def test_a_cursor_pages_only_unresolved_and_guidance(stack):
+async def test_a_cursor_with_a_scope_that_does_not_page_is_ignored_and_the_answer_says_so(stack):
     async with agent_session(stack) as agent:
-        error = await agent.refused("get_workspace", {"scope": "claims", "cursor": 12})
-        assert error["code"] == "invalid_argument" and error["field"] == "cursor"
+        await seed(agent, sources=1, claims=1)
+        for scope in ("summary", "claims", "all"):
+            plain = await agent.ok("get_workspace", {"scope": scope})
+            answer = await agent.ok("get_workspace", {"scope": scope, "cursor": 12})
+            assert answer.pop("ignored") == {"cursor": f"scope={scope} does not page, so cursor 12 was ignored; "
+                                                       "cursor pages scope=unresolved and scope=guidance"}
+            assert {k: v for k, v in answer.items() if k != "untrusted"} == \
+                {k: v for k, v in plain.items() if k != "untrusted"}
+        paged = await agent.ok("get_workspace", {"scope": "guidance", "cursor": 12})
+        assert "ignored" not in paged and paged["guidance"]["offset"] == 12
 
 
 async def test_unresolved_lists_open_questions_paged_by_item_offset(stack):
@@ -239,6 +247,21 @@ async def test_a_call_pinned_behind_is_rebased_unless_what_it_cites_came_after_i
         ahead = await refused_storing_nothing(agent, "stage_sources", {
             "expectedCaseId": agent.case_id, "expectedRevision": 2, "sources": [source_item("early")]})
         assert ahead["code"] == "stale_revision" and ahead["details"]["currentRevision"] == 1
+
+
+async def test_a_rebased_digest_names_the_claims_a_retirement_re_rated(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=2, claims=2)  # both claims cite the first source only
+        pin = await agent.revision()
+        async with stack.api() as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "source", "id": ids["sources"][0]}], "note": "withdrawn by its publisher"})
+            assert retired.status_code == 200, retired.text
+        rebased = await agent.ok("stage_sources", {
+            "expectedCaseId": agent.case_id, "expectedRevision": pin, "sources": [source_item(unique("after"))]})
+        changes = rebased["rebased"]["changes"]
+        assert changes["retired"] == {"count": 1, "first": [ids["sources"][0]]}
+        assert changes["rerated"]["count"] == 2 and sorted(changes["rerated"]["first"]) == sorted(ids["claims"])
 
 
 async def test_a_call_naming_another_case_is_refused(stack):

@@ -45,10 +45,10 @@ def _request(arguments: dict[str, Any]) -> str:
 def test_every_schema_valid_input_passes_the_gateway_and_parses_into_the_service_contract(name):
     tool = TOOLS[name]
     contract = command_requests()[COMMAND_OF_TOOL[name]]
-    schema_validator = Draft7Validator(tool.input_schema, format_checker=FormatChecker())
+    schema_validator = Draft7Validator(tool.validation_schema, format_checker=FormatChecker())
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(valid(tool.input_schema))
+    @given(valid(tool.validation_schema))
     def check(arguments: dict[str, Any]) -> None:
         assert schema_validator.is_valid(arguments), arguments  # the strategy draws only valid inputs
         validate_arguments(tool, arguments)
@@ -61,7 +61,7 @@ def test_every_schema_valid_input_passes_the_gateway_and_parses_into_the_service
 def invalid_call(draw, name: str) -> tuple[dict[str, Any], str, tuple, Any]:
     """A valid input with one mutation (how, where, with what) that may make the schema refuse it."""
     tool = TOOLS[name]
-    arguments = draw(valid(tool.input_schema))
+    arguments = draw(valid(tool.validation_schema))
     mutated = copy.deepcopy(arguments)
     locations = paths(mutated)
     how = draw(st.sampled_from(["extra", "drop", "replace"] if locations else ["extra"]))
@@ -108,8 +108,10 @@ def _fields_reported_for(schema: dict[str, Any], how: str, location: tuple, valu
     if how == "drop" and isinstance(location[-1], int):
         return {_path(location[:-1])}  # the list is now too short
     if how == "drop" and len(location) == 1 and "anyOf" in schema:
-        # a field required by one accepted shape only: the gateway may name another shape's field
-        return {_path(location)} | {name for shape in schema["anyOf"] for name in shape.get("required", [])}
+        # a field required by one accepted shape only: the gateway may name another shape's field, or the
+        # fields each shape requires alone, together ("companyId or ticker")
+        required = [name for shape in schema["anyOf"] for name in shape.get("required", [])]
+        return {_path(location), *required, " or ".join(dict.fromkeys(required))}
     if how == "replace" and isinstance(value, dict):
         return None
     return {_path(location)}
@@ -137,7 +139,7 @@ async def spy(servers):
 async def test_schema_invalid_input_is_refused_naming_the_field_briefly_and_never_sent(spy, name):
     client, received = spy
     tool = TOOLS[name]
-    schema_validator = Draft7Validator(tool.input_schema, format_checker=FormatChecker())
+    schema_validator = Draft7Validator(tool.validation_schema, format_checker=FormatChecker())
     examples = []
 
     @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -134,7 +134,11 @@ def test_a_value_refused_only_by_ecma_semantics_gets_a_hint_saying_why():
 @pytest.mark.parametrize(
     ("name", "arguments", "field"),
     [
-        ("get_company_context", {}, "companyId"),
+        ("get_company_context", {"sourceFileId": "6f1c2a4e-5b3d-4c2e-9f1a-2b3c4d5e6f70"}, "companyId or ticker"),
+        ("get_company_context", {"cursor": 2}, "companyId or ticker"),
+        ("get_company_context", {"ticker": "ACME", "companyId": "6f1c2a4e-5b3d-4c2e-9f1a-2b3c4d5e6f70"},
+         "companyId or ticker"),
+        ("get_company_context", {"ticker": "ACME", "cursor": 2}, "sourceFileId"),
         ("get_company_context", {"ticker": "no spaces"}, "ticker"),
         ("get_company_context", {"ticker": ""}, "ticker"),
         ("get_company_context", {"companyId": "not-a-uuid"}, "companyId"),
