@@ -58,6 +58,17 @@ def outage(error: BaseException) -> Unavailable | None:
     return None
 
 
+def stale_connection(error: BaseException) -> bool:
+    """`error` came from a pooled PostgreSQL connection that had died (with its server): a read that failed so
+    ran nothing the server kept, and runs again on a fresh connection."""
+    return any(isinstance(cause, _STALE) or _disconnect(cause) for cause in _chain(error))
+
+
+# A connection that was open and is not any more: asyncpg refuses to use a closed one ("connection is
+# closed") or finds it cut off mid-statement.
+_STALE = (asyncpg.exceptions.InterfaceError, asyncpg.exceptions.ConnectionDoesNotExistError)
+
+
 def _disconnect(error: BaseException) -> bool:
     return isinstance(error, sa_exc.DBAPIError) and bool(error.connection_invalidated)
 
