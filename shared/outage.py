@@ -12,7 +12,7 @@ from sqlalchemy import exc as sa_exc
 from shared.errors import Unavailable
 
 DATABASE_HINT = "retry shortly: PostgreSQL is unreachable or restarting; nothing was changed unless a retry says so"
-NATS_HINT = "retry shortly: the services reconnect on their own once NATS is back"
+NATS_HINT = "retry shortly: the processes reconnect on their own once NATS is back"
 
 # asyncpg's errors for a server that is gone, restarting or refusing connections for now.
 _DATABASE_GONE = (
@@ -41,21 +41,44 @@ _UNREACHABLE = {errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH, errno.
                 errno.EPIPE, errno.ENOENT}
 
 
-def outage(error: BaseException) -> Unavailable | None:
-    """The `unavailable` error a caller should get when `error` means a server cannot be reached, else None."""
+def outage(error: BaseException, where: str | None = None) -> Unavailable | None:
+    """The `unavailable` error a caller should get when `error` means a server cannot be reached, else None.
+
+    It names the server (NATS, PostgreSQL) and, given `where` (`review`), the process that could not reach it.
+    """
+    seen_by = f" from the {where} service" if where else ""
     for cause in _chain(error):
         if isinstance(cause, Unavailable):
             return cause
         if isinstance(cause, _NATS_GONE):
-            return Unavailable("the message bus (NATS) is unreachable", hint=NATS_HINT)
+            return Unavailable(f"NATS (the message bus) is unreachable{seen_by}", hint=NATS_HINT,
+                               details=_details("nats", where))
         if isinstance(cause, _DATABASE_GONE) or _disconnect(cause):
-            return Unavailable("the database is unreachable", hint=DATABASE_HINT)
+            return Unavailable(f"PostgreSQL is unreachable{seen_by}", hint=DATABASE_HINT,
+                               details=_details("postgresql", where))
         if isinstance(cause, sa_exc.TimeoutError):  # no pooled connection came free in time
-            return Unavailable("the database is overloaded", hint="retry shortly")
+            return Unavailable(f"PostgreSQL is overloaded: no connection came free in time{seen_by}",
+                               hint="retry shortly", details=_details("postgresql", where))
         if isinstance(cause, (ConnectionError, TimeoutError, socket.gaierror)) or (
                 isinstance(cause, OSError) and cause.errno in _UNREACHABLE):
-            return Unavailable("a server the call needs is unreachable", hint=DATABASE_HINT)
+            return Unavailable(f"a server the call needs is unreachable{seen_by} ({type(cause).__name__})",
+                               hint=DATABASE_HINT, details=_details("unknown", where))
     return None
+
+
+def stale_connection(error: BaseException) -> bool:
+    """`error` came from a pooled PostgreSQL connection that had died (with its server): a read that failed so
+    ran nothing the server kept, and runs again on a fresh connection."""
+    return any(isinstance(cause, _STALE) or _disconnect(cause) for cause in _chain(error))
+
+
+# A connection that was open and is not any more: asyncpg refuses to use a closed one ("connection is
+# closed") or finds it cut off mid-statement.
+_STALE = (asyncpg.exceptions.InterfaceError, asyncpg.exceptions.ConnectionDoesNotExistError)
+
+
+def _details(dependency: str, where: str | None) -> dict[str, str]:
+    return {"dependency": dependency, **({"service": where} if where else {})}
 
 
 def _disconnect(error: BaseException) -> bool:

@@ -19,6 +19,8 @@ from shared.health_server import HealthServer
 from shared.logging import configure_logging, get_logger
 from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply, ok
 from shared.observability import configure_tracing, shutdown_tracing
+from shared.outage import stale_connection
+from shared.repeats import is_read
 from shared.settings import Settings
 from shared.subjects import Command, Service, Subjects
 
@@ -28,6 +30,7 @@ BACKGROUND_STOP_SECONDS = 10.0
 JOB_RESTART_FIRST_SECONDS = 0.5
 JOB_RESTART_MAX_SECONDS = 30.0
 JOB_HEALTHY_SECONDS = 60.0  # a job that ran this long before failing restarts at the first delay again
+FAILPOINT_PAUSE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -194,18 +197,33 @@ async def _wake_relay(ctx: ServiceContext) -> None:
 def _handler(ctx: ServiceContext, command: Command, contract: type, use_case: UseCase,
              unit_of_work: UnitOfWorkFactory) -> Callable[..., Awaitable[dict[str, Any]]]:
     crash_after_commit = command.value in ctx.settings.failpoint_commands("exit_after_commit")
+    pause_after_commit = command.value in ctx.settings.failpoint_commands("pause_after_commit")
+    read = is_read(command)
     # The message comes from FastStream's context rather than as an injected parameter: fast_depends
     # resolves such a parameter through a worker thread, one thread hop per command.
     context = ctx.client.broker.context
 
     async def handle(body: Any) -> dict[str, Any]:
-        uow = unit_of_work(ctx, Meta.of(context.get_local("message")))
-        result = await use_case(body, uow)
+        meta = Meta.of(context.get_local("message"))
+        uow = unit_of_work(ctx, meta)
+        try:
+            result = await use_case(body, uow)
+        except Exception as error:
+            # A read that met a pooled connection PostgreSQL had dropped (a restart) ran nothing the server
+            # kept: once more, on a fresh connection, rather than an outage answer once the server is back.
+            if not (read and stale_connection(error)):
+                raise
+            log.info("read_retried", command=command.value, error=repr(error))
+            uow = unit_of_work(ctx, meta)
+            result = await use_case(body, uow)
         if getattr(uow, "committed_events", None):
             await _wake_relay(ctx)
         if crash_after_commit:  # a failpoint for tests: die as if killed between the commit and the reply
             log.warning("failpoint_exit_after_commit", command=command.value)
             os._exit(137)
+        if pause_after_commit:  # a failpoint for tests: a slow reply, so an outage can strike while it waits
+            log.warning("failpoint_pause_after_commit", command=command.value, seconds=FAILPOINT_PAUSE_SECONDS)
+            await asyncio.sleep(FAILPOINT_PAUSE_SECONDS)
         return ok(result)
 
     # FastStream validates the body against the parameter's annotation: the command's contract.

@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
     # Tests only: `exit_after_commit:stage_claims,…` makes a service process exit right after committing
-    # the named command, before it replies — what a crash at the worst moment looks like to the caller.
+    # the named command, before it replies — what a crash at the worst moment looks like to the caller;
+    # `pause_after_commit:decide` holds the reply a few seconds (an outage can then strike while it waits).
     failpoints: str = ""
 
     # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a

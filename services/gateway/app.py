@@ -264,7 +264,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, error: Exception) -> Response:
-        if (unavailable := outage(error)) is not None:
+        if (unavailable := outage(error, "gateway")) is not None:
             log.warning("request_unavailable", reason=unavailable.message, error=repr(error))
             return await on_error(request, unavailable)
         log.error("request_failed", exc_info=error)

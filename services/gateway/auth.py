@@ -89,7 +89,7 @@ class TokenStore:
                         "SELECT token_id::text AS token_id, name, role FROM api_tokens "
                         "WHERE token_hash = $1 AND revoked_at IS NULL", key)
             except Exception as error:
-                if (unavailable := outage(error)) is not None:
+                if (unavailable := outage(error, "gateway")) is not None:
                     raise unavailable from error
                 raise
             principal = Principal(row["token_id"], row["name"], row["role"]) if row else None

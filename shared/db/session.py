@@ -10,6 +10,8 @@ from typing import Any
 
 import asyncpg
 import orjson
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -41,7 +43,17 @@ def create_engine(url: str, *, pool_size: int = 10, application_name: str = "thr
         pool_recycle=1800,
         connect_args=connect_args,
     )
+    event.listen(engine.sync_engine, "checkout", _discard_dead)
     return engine
+
+
+def _discard_dead(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Never hand out a pooled connection PostgreSQL dropped (its server restarted): asyncpg knows it is closed
+    without a round trip, and the pool then replaces it — and every connection opened before it, which died
+    with the same server — instead of letting the first statement of each fail. A pre-ping would cost every
+    checkout a round trip."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise sa_exc.InvalidatePoolError("the connection was closed by its server")
 
 
 def pooler_connect_args() -> dict[str, Any]:
@@ -114,9 +126,14 @@ class Database:
         """Return a connection to the pool — unless `error` may have left it mid-operation (cut off,
         cancelled mid-statement, confused): with no reset on release, such a connection would fail whoever
         got it next, so it is closed and the pool opens a fresh one."""
+        pool = await self.pool()
         if error is not None and isinstance(error, _CLIENT_SIDE):
             connection.terminate()
-        await (await self.pool()).release(connection)
+        if error is not None and isinstance(error, _SERVER_GONE):
+            # The server went away: the pool's other idle connections went with it (asyncpg also sees a closed
+            # one when it is next acquired; this covers those the kernel has not reported closed yet).
+            await pool.expire_connections()
+        await pool.release(connection)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -157,6 +174,8 @@ def _dumps(value: object) -> str:
 # Failures on the client side of a connection, after which its protocol state cannot be trusted (a server's
 # own error, asyncpg.PostgresError, leaves the connection as good as before).
 _CLIENT_SIDE = (asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, asyncio.CancelledError, TimeoutError)
+_SERVER_GONE = (asyncpg.ConnectionDoesNotExistError, asyncpg.AdminShutdownError, asyncpg.CrashShutdownError,
+                ConnectionError)
 
 
 async def _no_reset(connection: asyncpg.Connection) -> None:

@@ -1,0 +1,68 @@
+"""Logs are readable lines on a terminal and JSON when piped, or whenever THREADLINE_LOG_FORMAT=json."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+
+PROBE = ("from shared.logging import configure_logging, get_logger; from shared.settings import Settings; "
+         "configure_logging('probe', 'INFO', Settings().log_format); "
+         "get_logger('probe').info('probe_logged', items=3)")
+
+
+def logged(*, terminal: bool, log_format: str | None = None) -> str:
+    """What one process logs on its stderr: a pseudo-terminal, or a pipe."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    if log_format is not None:
+        env["THREADLINE_LOG_FORMAT"] = log_format
+    if not terminal:
+        return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
+                              timeout=60, check=True).stderr
+    reader, writer = pty.openpty()
+    try:
+        subprocess.run([sys.executable, "-c", PROBE], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=writer, timeout=60, check=True)
+        os.close(writer)
+        writer = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(reader, 65536)
+            except OSError:  # the terminal's other end is closed: everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    finally:
+        os.close(reader)
+        if writer != -1:
+            os.close(writer)
+
+
+def test_on_a_terminal_a_log_line_is_for_people():
+    line = logged(terminal=True).strip()
+    assert "probe_logged" in line and "items" in line and "3" in line
+    with pytest.raises(ValueError):
+        json.loads(line)
+    assert not line.lstrip().startswith("{"), line
+
+
+def test_piped_a_log_line_is_json():
+    entry = json.loads(logged(terminal=False))
+    assert entry["event"] == "probe_logged" and entry["items"] == 3 and entry["level"] == "info"
+
+
+def test_with_threadline_log_format_json_a_terminal_gets_json_too():
+    entry = json.loads(logged(terminal=True, log_format="json").strip())
+    assert entry["event"] == "probe_logged"
+
+
+def test_with_threadline_log_format_console_a_pipe_gets_readable_lines():
+    line = logged(terminal=False, log_format="console").strip()
+    assert "probe_logged" in line and not line.startswith("{")

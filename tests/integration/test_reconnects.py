@@ -1,0 +1,94 @@
+"""Connections that died with their server are never used again, and a deliberate close is not an outage."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import subprocess
+import time
+
+import asyncpg
+import nats
+import pytest
+
+from services.cli.embedded import free_port, nats_server_binary
+from shared.db.session import Database, asyncpg_dsn
+from shared.nats_auth import NatsOptions
+
+
+async def test_pooled_connections_their_server_dropped_are_replaced_before_use(servers):
+    url = await servers.create_database()
+    name = f"dropped-{secrets.token_hex(3)}"
+    db = Database.from_url(url, pool_size=2, application_name=name)
+    admin = await asyncpg.connect(asyncpg_dsn(servers.admin_database_url))
+    try:
+        async with db.read() as first, db.read() as second:  # two connections of the SQLAlchemy pool
+            for connection in (first, second):
+                await connection.exec_driver_sql("SELECT 1")
+        async with db.connection() as plain:  # and one of the plain asyncpg pool
+            await plain.fetchval("SELECT 1")
+        # What a server restart does to them: every backend gone, each socket closed by the server.
+        dropped = await admin.fetchval("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                       "WHERE application_name = $1", name)
+        assert dropped == 3
+        await asyncio.sleep(0.2)  # the client's event loop reads each socket's end
+
+        for _ in range(3):  # more than the pool holds: none of the dead ones is handed out
+            async with db.read() as connection:
+                assert (await connection.exec_driver_sql("SELECT 1")).scalar() == 1
+            async with db.connection() as plain:
+                assert await plain.fetchval("SELECT 1") == 1
+    finally:
+        await admin.close()
+        await db.dispose()
+        await servers.drop_database(url)
+
+
+def nats_events(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
+    """The `event` of every warning or worse logged for the connection `name` (structlog hands logging its dict)."""
+    return [record.msg["event"] for record in caplog.records if record.levelno >= logging.WARNING
+            and isinstance(record.msg, dict) and record.msg.get("connection") == name]
+
+
+async def listening(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            assert time.monotonic() < deadline, "nats-server did not start"
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        return
+
+
+async def test_closing_a_nats_connection_is_no_warning_and_losing_one_is(caplog):
+    port = free_port()
+    server = subprocess.Popen([nats_server_binary(), "-a", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = NatsOptions(url=f"nats://127.0.0.1:{port}", name=f"callbacks-{secrets.token_hex(3)}",
+                          inbox_prefix="_INBOX")
+    try:
+        await listening(port)
+        closed = await nats.connect(**options.client())
+        await closed.flush()
+        await closed.close()
+        drained = await nats.connect(**options.client())
+        await drained.drain()
+        await asyncio.sleep(0.1)
+        assert nats_events(caplog, options.name) == [], "a close the process asked for is no warning"
+
+        lost = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+        server.kill()
+        server.wait()
+        deadline = time.monotonic() + 5
+        while "nats_disconnected" not in nats_events(caplog, options.name):
+            assert time.monotonic() < deadline, "losing the server must be a warning"
+            await asyncio.sleep(0.05)
+        await lost.close()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
