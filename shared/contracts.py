@@ -405,6 +405,7 @@ class DecideDelta(DeltaDecision):
 
 def command_requests() -> dict[Any, type[BaseModel]]:
     """The request contract of every command (for documentation: the handlers declare the same types)."""
+    from shared.history_contracts import history_requests
     from shared.subjects import Command
     from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
@@ -445,4 +446,5 @@ def command_requests() -> dict[Any, type[BaseModel]]:
         Command.DELETE_WEBHOOK: WebhookRef,
         Command.LIST_DELIVERIES: ListDeliveries,
         Command.REDELIVER: Redeliver,
+        **history_requests(),
     }

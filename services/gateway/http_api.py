@@ -14,6 +14,7 @@ from services.gateway.auth import Principal, require_role
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
+from shared.history_contracts import CaseAsOf
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -26,6 +27,8 @@ ADMINS = ("admin",)
 # Path parameters are typed like the contracts they feed, so a malformed one is a 422 naming it, never a 500.
 CaseId = Annotated[Slug, Path(description="The case's id (a slug).")]
 AgentName = Annotated[c.bounded_text(100), Path(description="The agent token's name.")]
+AsOf = Annotated[int | None, Query(alias="asOf", ge=0, le=9007199254740991,
+                                   description="A revision of the case (0 to its revision now): the case as of it.")]
 
 
 def caller(*roles: str) -> Any:
@@ -178,15 +181,20 @@ async def retire_records(
 
 
 @router.get("/cases/{case_id}/ledger", tags=["cases"], response_model=m.LedgerView)
-async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
-    return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+async def case_ledger(case_id: CaseId, request: Request, as_of: AsOf = None,
+                      principal: Principal = caller(*READERS)) -> Any:
+    """The case's canonical ledger; with `asOf`, exactly as it stood at that revision (without what is about
+    now rather than a revision: pending proposals and guidance)."""
+    return await call(request, Command.CASE_LEDGER, CaseAsOf(actor=principal.actor(), case_id=case_id, as_of=as_of))
 
 
 @router.get("/cases/{case_id}/graph", tags=["cases"], response_model=CaseGraph)
-async def case_graph(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
+async def case_graph(case_id: CaseId, request: Request, as_of: AsOf = None,
+                     principal: Principal = caller(*READERS)) -> Any:
     """The argument map: claims, sources and the verdict as nodes (status, confidence, evidence health),
-    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first."""
-    return await call(request, Command.CASE_GRAPH, c.CaseRef(actor=principal.actor(), case_id=case_id))
+    relations and citations as edges, merge groups as groups; bounded, nearest the verdict first. With
+    `asOf`, the map as it stood at that revision."""
+    return await call(request, Command.CASE_GRAPH, CaseAsOf(actor=principal.actor(), case_id=case_id, as_of=as_of))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"], response_model=m.ProposalList)

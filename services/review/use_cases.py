@@ -8,6 +8,7 @@ from typing import Any
 from services.review import domain, graph, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, kinds
+from shared.as_of import check_as_of
 from shared.contracts import (
     AddGuidance,
     CaseHistory,
@@ -31,6 +32,7 @@ from shared.events import (
     ReratedRecord,
     case,
 )
+from shared.history_contracts import CaseAsOf
 from shared.ledger import Provenance, References
 
 # --- cases ------------------------------------------------------------------------------------------
@@ -87,12 +89,15 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
     return views.history_view(cmd.case_id, entries, older, proposal_of, ended)
 
 
-async def case_graph(cmd: CaseRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
-    """The argument map of the case: its active records and their evidence health, bounded."""
+async def case_graph(cmd: CaseAsOf, uow: ReviewUnitOfWork) -> dict[str, Any]:
+    """The argument map of the case: its active records and their evidence health, bounded; as of a past
+    revision, the records active then, rated as they were then."""
     async with uow.read():
         found = await _existing(uow, cmd.case_id)
-        records = await uow.ledger.graph(cmd.case_id)
-    return graph.graph_view(cmd.case_id, found["revision"], records)
+        if cmd.as_of is not None:
+            check_as_of(cmd.as_of, found["revision"])
+        records = await uow.ledger.graph(cmd.case_id, cmd.as_of)
+    return graph.graph_view(cmd.case_id, found["revision"] if cmd.as_of is None else cmd.as_of, records)
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------

@@ -441,4 +441,4 @@ Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS N
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
 # --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
 
-from shared.db import view_tables, webhook_tables  # noqa: E402, F401
+from shared.db import history_tables, view_tables, webhook_tables  # noqa: E402, F401
