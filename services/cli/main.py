@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from services.cli.export import export as export_command
 from services.cli.review import app as review_app
 from services.cli.webhooks import app as webhooks_app
 from shared.settings import ConfigurationError, Settings, get_settings
@@ -34,6 +35,7 @@ app.add_typer(projection_app, name="projection")
 app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
 app.add_typer(webhooks_app, name="webhooks")
+app.command("export")(export_command)
 
 
 def _settings(data_dir: Path | None = None) -> Settings:

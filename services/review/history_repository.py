@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Select, and_, case, func, literal, literal_column, or_, select, tuple_, union_all
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.history_tables import rating_history
@@ -126,7 +127,7 @@ class SqlHistory:
         return await self._page(sources, sources.c.source_id, fields, case_id, as_of, after, limit)
 
     async def claims_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
-        cited = (select(func.array_agg(claim_sources.c.source_id).within_group(claim_sources.c.position))
+        cited = (select(func.array_agg(aggregate_order_by(claim_sources.c.source_id, claim_sources.c.position)))
                  .where(claim_sources.c.case_id == claims.c.case_id, claim_sources.c.claim_id == claims.c.claim_id)
                  .scalar_subquery())
         rating = (select(rating_history.c.health)
@@ -155,7 +156,7 @@ class SqlHistory:
             query.order_by(relations.c.source_claim_id, relations.c.relation_id).limit(limit)))
 
     async def groups_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
-        members = (select(func.array_agg(merge_group_members.c.claim_id).within_group(merge_group_members.c.claim_id))
+        members = (select(func.array_agg(aggregate_order_by(merge_group_members.c.claim_id, merge_group_members.c.claim_id)))
                    .where(merge_group_members.c.case_id == merge_groups.c.case_id,
                           merge_group_members.c.group_id == merge_groups.c.group_id).scalar_subquery())
         fields = [merge_groups.c.group_id, merge_groups.c.label, merge_groups.c.confidence, merge_groups.c.rationale,
