@@ -50,7 +50,7 @@ CURSORS = {"sources": lambda r: r["source_id"], "claims": lambda r: r["claim_id"
 
 async def export_page(cmd: ExportPage, uow: ReviewUnitOfWork) -> dict[str, Any]:
     """One page of one part of the ledger as of a revision (every record installed by then, with its status
-    then); `next` is the cursor of the page after, or None at the end."""
+    then) as one JSON text; `next` is the cursor of the page after, or None at the end."""
     async with uow.read():
         case = await _case(uow, cmd.case_id)
         as_of = case["revision"] if cmd.as_of is None else cmd.as_of
@@ -58,7 +58,7 @@ async def export_page(cmd: ExportPage, uow: ReviewUnitOfWork) -> dict[str, Any]:
         answer: dict[str, Any] = {"caseId": cmd.case_id, "asOf": as_of, "revision": case["revision"],
                                   "part": cmd.part}
         if cmd.part == "case":
-            return answer | {"records": history_views.exported([case]), "next": None}
+            return answer | {"records": history_views.exported_json([case]), "next": None}
         if cmd.part == "revisions":
             after = _revision_cursor(cmd.after)
             rows = await uow.history.revisions_page(cmd.case_id, as_of, after, cmd.limit)
@@ -66,7 +66,7 @@ async def export_page(cmd: ExportPage, uow: ReviewUnitOfWork) -> dict[str, Any]:
         else:
             rows = await getattr(uow.history, PAGES[cmd.part])(cmd.case_id, as_of, cmd.after, cmd.limit)
             cursor = CURSORS[cmd.part](rows[-1]) if len(rows) == cmd.limit else None
-    return answer | {"records": history_views.exported(rows), "next": cursor}
+    return answer | {"records": history_views.exported_json(rows), "next": cursor}
 
 
 def _revision_cursor(after: str | None) -> int:

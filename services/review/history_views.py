@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 DIFF_CAP = 500  # entries per list of a diff; `counts` has every list's total, `omitted` what was cut
 TIMELINE_CAP = 200  # relations and groups of one claim on its timeline
 
@@ -94,6 +96,7 @@ def timeline_view(case_id: str, claim: dict[str, Any], links: dict[str, list[dic
             "omitted": {name: TIMELINE_CAP for name in ("relations", "groups") if len(links[name]) >= TIMELINE_CAP}}
 
 
-def exported(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as JSON values: times in ISO 8601."""
-    return [{k: iso(v) if isinstance(v, datetime) else v for k, v in row.items()} for row in rows]
+def exported_json(rows: list[dict[str, Any]]) -> str:
+    """Rows as one JSON text (times in ISO 8601): the reply's encoder walks a text at once, where it would walk
+    every value of every row of a page one by one (a tenth of a second a page of claims)."""
+    return orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS).decode()  # column names are str subclasses

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 VOCAB = "urn:threadline:vocab#"
@@ -25,7 +26,9 @@ PREFIXES = {
 }
 Node = dict[str, Any]
 _LOCAL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+# Turtle string escapes: the two characters that end or escape a string, and every control character.
+_ESCAPES = str.maketrans({**{chr(c): f"\\u{c:04X}" for c in range(0x20)}, "\\": "\\\\", '"': '\\"'})
+_NOT_IN_IRI = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 
 
 def ref(iri: str) -> dict[str, str]:
@@ -59,11 +62,17 @@ def _term(value: str) -> str:
     prefix, sep, local = value.partition(":")
     if sep and prefix in PREFIXES and _LOCAL.match(local):
         return value
-    return "<" + "".join(c if c > " " and c not in '<>"{}|^`\\' else f"%{ord(c):02X}" for c in value) + ">"
+    return "<" + _NOT_IN_IRI.sub(lambda m: f"%{ord(m.group()):02X}", value) + ">"
+
+
+@lru_cache(maxsize=512)
+def _name(value: str) -> str:
+    """A property or class: few of them, each written once per record."""
+    return _term(value)
 
 
 def _string(text: str) -> str:
-    return '"' + "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if ord(c) < 0x20 else c) for c in text) + '"'
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def _object(value: Any) -> str:
@@ -74,7 +83,7 @@ def _object(value: Any) -> str:
     if isinstance(value, dict):
         if "@id" in value:
             return _term(value["@id"])
-        return f"{_string(value['@value'])}^^{_term(value['@type'])}"
+        return f"{_string(value['@value'])}^^{_name(value['@type'])}"
     return _string(str(value))
 
 
@@ -82,12 +91,12 @@ def turtle(item: Node, indent: str = "") -> str:
     """One node as one Turtle statement (subject, `a` its types, then each property)."""
     lines = []
     if item.get("@type"):
-        lines.append("a " + ", ".join(_term(t) for t in item["@type"]))
+        lines.append("a " + ", ".join(_name(t) for t in item["@type"]))
     for key, value in item.items():
         if key.startswith("@"):
             continue
         values = value if isinstance(value, list) else [value]
-        lines.append(f"{_term(key)} " + ", ".join(_object(v) for v in values))
+        lines.append(f"{_name(key)} " + ", ".join(_object(v) for v in values))
     return f"{indent}{_term(item['@id'])} " + f" ;\n{indent}    ".join(lines) + " .\n"
 
 

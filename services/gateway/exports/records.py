@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+
 from shared.history_contracts import ExportPage, ExportPart
 
 PAGE = 250  # records a page: a page of claims at their longest stays well inside one NATS message
@@ -27,7 +29,7 @@ class LedgerPages:
     async def open(self) -> LedgerPages:
         """Read the case (this refuses a revision the case does not have, before anything is streamed)."""
         page = await self.fetch(ExportPage(actor=self.actor, case_id=self.case_id, as_of=self.as_of, part="case"))
-        self.case = page["records"][0]
+        self.case = orjson.loads(page["records"])[0]
         self.as_of = page["asOf"]
         return self
 
@@ -36,7 +38,7 @@ class LedgerPages:
         while True:
             page = await self.fetch(ExportPage(actor=self.actor, case_id=self.case_id, as_of=self.as_of, part=part,
                                                after=after, limit=PAGE))
-            for record in page["records"]:
+            for record in orjson.loads(page["records"]):
                 yield record
             if page["next"] is None:
                 return
