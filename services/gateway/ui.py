@@ -32,6 +32,7 @@ from services.gateway.sessions import SESSION_LIFETIME
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
+from shared.history_contracts import CaseAsOf, CaseDiff
 from shared.kinds import CLAIMS
 from shared.subjects import Command
 
@@ -257,22 +258,27 @@ HISTORY_PAGE = 50
 
 
 @router.get("/cases/{case_id}")
-async def case_page(request: Request, case_id: CaseId, principal: Principal = Reviewer) -> Response:
-    return await _case(request, principal, case_id)
+async def case_page(request: Request, case_id: CaseId, principal: Principal = Reviewer,
+                    as_of: Annotated[c.Revision | None, Query(alias="asOf")] = None,
+                    since: Annotated[c.Revision | None, Query()] = None) -> Response:
+    """The case now, or (`asOf`) as it stood at that revision; `since` adds what changed after that revision."""
+    return await _case(request, principal, case_id, as_of=as_of, since=since)
 
 
 async def _case(request: Request, principal: Principal, case_id: str, *, problem: ThreadlineError | None = None,
-                draft: str = "") -> Response:
-    ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+                draft: str = "", as_of: int | None = None, since: int | None = None) -> Response:
+    ref = CaseAsOf(actor=principal.actor(), case_id=case_id, as_of=as_of)
+    ledger = await call(request, Command.CASE_LEDGER, ref)
     decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
         actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
-    graph = CaseGraph.model_validate(await call(request, Command.CASE_GRAPH,
-                                                c.CaseRef(actor=principal.actor(), case_id=case_id)))
+    graph = CaseGraph.model_validate(await call(request, Command.CASE_GRAPH, ref))
+    diff = await call(request, Command.CASE_DIFF, CaseDiff(actor=principal.actor(), case_id=case_id,
+                                                           from_revision=since, to_revision=as_of)) if since is not None else None
     claims = ledger["claims"]["items"]
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
                   claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
                   decided=decided["proposals"], problem=problem, draft=draft, graph=graph,
-                  argument_map=render_svg(graph), health_of={n.id: n for n in graph.nodes})
+                  argument_map=render_svg(graph), health_of={n.id: n for n in graph.nodes}, as_of=as_of, diff=diff)
 
 
 @router.post("/cases/{case_id}/guidance")
