@@ -28,6 +28,7 @@ from tests.factories import (
     verdict_claim,
 )
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "read_export.py"
 PREFIXES = """PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX np: <http://www.nanopub.org/nschema#>
@@ -272,3 +273,26 @@ async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_
         "--as-of", "999", "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "asOf" in refused.stdout
+
+
+@pytest.mark.parametrize("fmt", ["prov-turtle", "prov-jsonld", "nanopub-trig", "aif-json"])
+async def test_the_documented_reader_reads_each_export_as_the_ledger_has_it(stack, history, fmt, tmp_path):
+    agent, marks = history
+    revision = marks["second_verdict"]
+    written = tmp_path / f"case.{fmt}"
+    written.write_bytes((await export(stack, agent.case_id, fmt, revision)).content)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, str(EXAMPLE), str(written), fmt],
+                                   capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    expected = await ledger_at(stack, agent.case_id, revision)
+    assert read["claims"] == len(expected["claims"]) and read["relations"] == len(expected["relations"])
+    if fmt == "aif-json":
+        assert read["edges"] == 2 * len(expected["relations"])
+        assert read["conflicts"] == sorted(f"CA:{r}" for r, row in expected["relation_rows"].items()
+                                           if row.type == "contradicts")
+        return
+    assert {c: (v["reviewer"], set(v["sources"])) for c, v in read["claimsRead"].items()} == {
+        c: (reviewer, {s for claim, s in expected["cited"] if claim == c}) for c, reviewer in expected["claims"].items()}
+    if fmt != "nanopub-trig":
+        assert read["sources"] == len(expected["sources"])
