@@ -22,24 +22,19 @@ from shared.as_of import check_as_of, check_range
 from shared.contracts import Actor, CreateCase, SetFocusArgs, ToolRequest
 from shared.db.session import Database
 from shared.errors import InvalidArgument
-from shared.events import Origin
 from shared.history_contracts import CaseAsOf
-from shared.subjects import Subjects
-from tests.integration.test_incremental_views import AGENT, PUBLISHERS, REVIEWER, History, operation
-from tests.support import new_deployment, remove_deployment
+from tests.integration.test_incremental_views import (  # noqa: F401 - `ledger`: a deployment of this module's own
+    AGENT,
+    PUBLISHERS,
+    REVIEWER,
+    History,
+    ledger,
+    operation,
+)
 
 EXAMPLES = 40 if os.environ.get("THREADLINE_FULL") else 4
 NOT_LEDGER = ("pendingProposals", "guidance")  # about now, not a revision: as-of answers leave them out
 READER = Actor(name="auditor", role="reviewer")
-
-
-@pytest.fixture(scope="module")
-async def ledger(servers):
-    deployment = await new_deployment(servers)
-    db = Database.from_url(deployment.resolved_database_url(), pool_size=4)
-    yield db, Origin(Subjects(deployment.nats_prefix), "tests")
-    await db.dispose()
-    await remove_deployment(servers, deployment)
 
 
 class Recorded(History):
@@ -56,9 +51,7 @@ class Recorded(History):
 
     async def read(self, as_of: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         ref = CaseAsOf(actor=READER, case_id=self.case_id, as_of=as_of)
-        ledger = await projection.case_ledger(ref, self.projection())
-        graph = await review.case_graph(ref, self.review())
-        return ledger, graph
+        return await projection.case_ledger(ref, self.projection()), await review.case_graph(ref, self.review())
 
     async def record(self) -> None:
         revision = await self.revision()
@@ -70,8 +63,8 @@ class Recorded(History):
             await Recorded._focus(self, focus)
 
 
-async def recorded_history(ledger: tuple[Database, Any], steps: list[tuple]) -> Recorded:
-    history = Recorded(*ledger)
+async def recorded_history(deployment: tuple[Database, Any], steps: list[tuple]) -> Recorded:
+    history = Recorded(*deployment)
     await review.create_case(CreateCase(actor=REVIEWER, case_id=history.case_id, title="As of",
                                         question="Does the past read back?"), history.review())
     await history.record()
@@ -93,12 +86,12 @@ async def assert_reads_back(history: Recorded) -> None:
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(steps=st.lists(operation, min_size=12, max_size=24))
-async def test_the_ledger_and_the_map_as_of_every_revision_equal_what_was_read_live_then(ledger, steps):
+async def test_the_ledger_and_the_map_as_of_every_revision_equal_what_was_read_live_then(ledger, steps):  # noqa: F811
     history = await recorded_history(ledger, steps)
     await assert_reads_back(history)
 
 
-async def test_a_verdict_superseded_and_claims_retired_read_back_as_they_stood(ledger):
+async def test_a_verdict_superseded_and_claims_retired_read_back_as_they_stood(ledger):  # noqa: F811
     steps = [
         ("sources", [("official", PUBLISHERS[1]), ("analysis", PUBLISHERS[3])]),  # s2, s3
         ("claims", [("supported", [1], True), ("supported", [2], True), ("disputed", [2, 3], True)]),  # c4–c6
@@ -131,7 +124,7 @@ def test_a_revision_the_case_does_not_have_is_refused_naming_the_parameter():
     assert refused.value.field == "to"
 
 
-async def test_focus_is_read_as_it_is_now(ledger):  # the history's helper sets it as the live read had it
+async def test_focus_is_read_as_it_is_now(ledger):  # noqa: F811 - the focus is presentation: read as it is now
     history = Recorded(*ledger)
     await review.create_case(CreateCase(actor=REVIEWER, case_id=history.case_id, title="Focus", question="?"),
                              history.review())
