@@ -50,9 +50,18 @@ async def claim_timeline(case_id: CaseId, claim_id: ClaimId, request: Request,
                       ClaimTimeline(actor=principal.actor(), case_id=case_id, claim_id=claim_id))
 
 
+AIF_SCHEMA = {"type": "object", "required": ["nodes", "edges", "locutions", "participants"],
+              "properties": {part: {"type": "array", "items": {"type": "object"}}
+                             for part in ("nodes", "edges", "locutions", "participants")}}
+JSONLD_SCHEMA = {"type": "object", "required": ["@context", "@graph"],
+                 "properties": {"@context": {"type": "object"}, "@graph": {"type": "array"}}}
+EXPORTED = {"application/json": {"schema": AIF_SCHEMA}, "application/ld+json": {"schema": JSONLD_SCHEMA},
+            "text/turtle": {"schema": {"type": "string", "description": "W3C PROV-O as Turtle"}},
+            "application/trig": {"schema": {"type": "string", "description": "nanopublications as TriG"}}}
+
+
 @router.get("/cases/{case_id}/export", tags=["history"], response_class=StreamingResponse,
-            responses={200: {"content": {w.media_type: {} for w in FORMATS.values()},
-                             "description": "The export, streamed."}})
+            responses={200: {"content": EXPORTED, "description": "The export, streamed."}})
 async def export(
     case_id: CaseId,
     request: Request,
