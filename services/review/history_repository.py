@@ -42,6 +42,11 @@ def _ended_at(table: Any, as_of: int) -> dict[str, Any]:
             "superseded_by": case((ended, table.c.superseded_by))}
 
 
+def _logged(table: Any) -> Any:
+    """The change log's entry of the revision a row was made in (who made the revision, and when)."""
+    return and_(change_log.c.case_id == table.c.case_id, change_log.c.revision == table.c.revision)
+
+
 def _capped(queries: list[Select], cap: int) -> Any:
     """Each query's first `cap` + 1 rows (so a cut shows), with how many it has in all, as one statement."""
     return union_all(*[q.add_columns(func.count().over().label("total")).limit(cap + 1).subquery().select()
@@ -72,7 +77,8 @@ class SqlHistory:
         rows = dicts(await self.connection.execute(_capped(added + ended, cap)))
         rerated = dicts(await self.connection.execute(
             select(rating_history.c.claim_id, rating_history.c.health, rating_history.c.lost, rating_history.c.revision,
-                   func.count().over().label("total"))
+                   change_log.c.actor, func.count().over().label("total"))
+            .select_from(rating_history.join(change_log, _logged(rating_history)))
             .where(rating_history.c.case_id == case_id, rating_history.c.revision > start,
                    rating_history.c.revision <= end)
             .order_by(rating_history.c.revision, rating_history.c.claim_id).limit(cap + 1)))
@@ -110,7 +116,9 @@ class SqlHistory:
             .where(merge_group_members.c.case_id == case_id, merge_group_members.c.claim_id == claim_id)
             .order_by(merge_groups.c.revision, merge_groups.c.group_id).limit(cap)))
         rated = dicts(await self.connection.execute(
-            select(rating_history).where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
+            select(rating_history, change_log.c.actor, change_log.c.at)
+            .select_from(rating_history.join(change_log, _logged(rating_history)))
+            .where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
             .order_by(rating_history.c.revision)))
         return {"relations": linked, "groups": grouped, "ratings": rated}
 

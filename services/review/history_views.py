@@ -42,8 +42,8 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
     for record, name in (("relation", "relations"), ("group", "groups")):
         view[name] = {"added": [e["id"] for e in view["added"] if e["record"] == record],
                       "ended": [e["id"] for e in view["retired"] + view["superseded"] if e["record"] == record]}
-    view["rerated"] = [{"claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"]}
-                       for r in found["rerated"][:cap]]
+    view["rerated"] = [{"claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
+                        "by": r["actor"]} for r in found["rerated"][:cap]]
     view["decisions"] = [{"decisionId": r["decision_id"], "reviewer": r["actor"], "revision": r["revision"],
                           "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"]}
                          for r in found["log"][:cap]]
@@ -84,7 +84,7 @@ def timeline_view(case_id: str, claim: dict[str, Any], links: dict[str, list[dic
             events.append(_event("group_ended", g["ended_revision"], g["ended_by"], g["ended_at"],
                                  groupId=g["group_id"]))
     for rating in links["ratings"]:
-        events.append(_event("rerated", rating["revision"], None, None, health=rating["health"],
+        events.append(_event("rerated", rating["revision"], rating["actor"], rating["at"], health=rating["health"],
                              lost=rating["lost"]))
     if claim["ended_revision"] is not None:
         events.append(_event(claim["status"], claim["ended_revision"], claim["ended_by"], claim["ended_at"],

@@ -204,7 +204,8 @@ async def test_the_diff_names_what_changed_and_the_decisions_that_did_it(stack, 
         ("source", "s1", marks["source_retired"]), ("claim", "c", marks["claim_retired"]),
         ("group", "g-ac", marks["claim_retired"]), ("relation", "c-b", marks["claim_retired"])}
     assert [(s["id"], s["supersededBy"]) for s in diff["superseded"]] == [("v1", "v2")]
-    assert {(r["claimId"], r["health"]) for r in diff["rerated"]} >= {("d", "unsupported"), ("v1", "weakened")}
+    assert {(r["claimId"], r["health"], r["by"]) for r in diff["rerated"]} >= {
+        ("d", "unsupported", "reviewer"), ("v1", "weakened", "reviewer")}
     assert [d["revision"] for d in diff["decisions"]] == list(range(marks["first_verdict"] + 1,
                                                                     marks["claim_retired"] + 1))
     assert {d["reviewer"] for d in diff["decisions"]} == {"reviewer"}
@@ -226,7 +227,8 @@ async def test_a_claims_timeline_tells_its_life_with_who_and_when(stack, history
     assert c["events"][0]["by"] == agent.name and c["events"][1]["by"] == "reviewer"
     assert c["events"][-1]["revision"] == marks["claim_retired"] and c["status"] == "retired"
     rerated = [e for e in d["events"] if e["event"] == "rerated"]
-    assert [(e["health"], e["revision"]) for e in rerated] == [("unsupported", marks["source_retired"])]
+    assert [(e["health"], e["revision"], e["by"]) for e in rerated] == [("unsupported", marks["source_retired"],
+                                                                         "reviewer")]
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "claimId"
 
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from services.gateway.exports import rdf
-from services.gateway.exports.prov import vocabulary
+from services.gateway.exports.prov import claim_class, vocabulary
 from services.gateway.exports.rdf import node, ref, when
 from services.gateway.exports.records import Iris, LedgerPages
 
@@ -36,7 +36,7 @@ def nanopublication(iris: Iris, case_id: str, as_of: int, claim: dict[str, Any],
                                                                            "pubinfo"))
     reviewer = iris.person("reviewers", claim["decided_by"])
     agent = iris.person("agents", claim["staged_by"]) if claim["staged_by"] else None
-    made = [node(claim_iri, ["tl:Verdict" if claim["kind"] == "verdict" else "tl:Claim"], tl__text=claim["text"],
+    made = [node(claim_iri, [claim_class(claim["kind"])], tl__text=claim["text"],
                  tl__kind=claim["kind"], tl__confidence=claim["confidence"], tl__status=claim["status"],
                  tl__health=claim["health"])]
     made += [node(claim_iri, [], **{f"tl__{r['type']}": ref(iris.record(case_id, "claims", r["target_claim_id"]))})

@@ -9,6 +9,7 @@ from typing import Any
 
 from services.gateway.exports.rdf import Node, node, ref, when
 from services.gateway.exports.records import Iris, LedgerPages
+from shared.ledger import VERDICT
 
 RELATION_TYPES = {
     "supports": "The subject claim gives reason to accept the object claim.",
@@ -50,6 +51,11 @@ PROPERTIES = {
     "question": "The case's question.",
     "acceptedBy": "The reviewer who accepted the claim (in a nanopublication's provenance).",
 }
+
+
+def claim_class(kind: str) -> str:
+    """A claim's class: the case's verdict is one of its own."""
+    return "tl:Verdict" if kind == VERDICT else "tl:Claim"
 
 
 def vocabulary() -> list[Node]:
@@ -145,7 +151,7 @@ class Provenance:
             sources = [self.iri("sources", s) for s in row["source_ids"] or []]
             for item in self.staging(row, sources):
                 yield item
-            yield self.record("claims", row, row["claim_id"], ["tl:Verdict" if row["kind"] == "verdict" else "tl:Claim"],
+            yield self.record("claims", row, row["claim_id"], [claim_class(row["kind"])],
                               rdfs__label=row["text"], tl__text=row["text"], tl__kind=row["kind"],
                               tl__confidence=row["confidence"], tl__health=row["health"],
                               tl__transformationNote=row["transformation_note"],
