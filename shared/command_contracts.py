@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from shared import contracts as c
 from shared.graph_contracts import CaseGraphRef
+from shared.history_contracts import history_requests
 from shared.subjects import Command
 from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
 
@@ -23,7 +24,6 @@ def command_requests() -> dict[Command, type[BaseModel]]:
         Command.INSPECT_SOURCES: c.ToolRequest[c.InspectSourcesArgs],
         Command.SET_FOCUS: c.ToolRequest[c.SetFocusArgs],
         Command.GET_COMPANY_CONTEXT: c.ToolRequest[c.GetCompanyContextArgs],
-        Command.CASE_LEDGER: c.CaseRef,
         Command.CREATE_CASE: c.CreateCase,
         Command.LIST_CASES: c.ListCases,
         Command.GET_CASE: c.CaseRef,
@@ -50,4 +50,5 @@ def command_requests() -> dict[Command, type[BaseModel]]:
         Command.DELETE_WEBHOOK: WebhookRef,
         Command.LIST_DELIVERIES: ListDeliveries,
         Command.REDELIVER: Redeliver,
+        **history_requests(),  # CASE_LEDGER's contract there (as of a revision), and the history commands
     }

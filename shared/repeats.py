@@ -26,7 +26,7 @@ _BY_KIND: dict[Repeat, tuple[Command, ...]] = {
                   Command.LIST_CASES, Command.GET_CASE, Command.CASE_HISTORY, Command.CASE_GRAPH,
                   Command.LIST_PROPOSALS, Command.GET_PROPOSAL, Command.LIST_COMPANIES, Command.GET_COMPANY,
                   Command.LIST_DELTAS, Command.GET_DELTA, Command.LIST_WEBHOOKS, Command.GET_WEBHOOK,
-                  Command.LIST_DELIVERIES),
+                  Command.LIST_DELIVERIES, Command.CASE_DIFF, Command.CLAIM_TIMELINE, Command.EXPORT_PAGE),
     Repeat.HARMLESS: (Command.SET_FOCUS, Command.DELETE_WEBHOOK, Command.REDELIVER),
     Repeat.REPLAYED: (Command.STAGE_SOURCES, Command.STAGE_CLAIMS, Command.STAGE_RELATIONS, Command.STAGE_MERGE,
                       Command.STAGE_VERDICT, Command.DECIDE, Command.PROPOSE_CLAIM_DELTA),

@@ -48,6 +48,9 @@ class Command(StrEnum):
     LIST_PROPOSALS = "list_proposals"
     GET_PROPOSAL = "get_proposal"
     DECIDE = "decide"
+    CASE_DIFF = "case_diff"
+    CLAIM_TIMELINE = "claim_timeline"
+    EXPORT_PAGE = "export_page"
     # thesis-delta
     PROPOSE_CLAIM_DELTA = "propose_claim_delta"
     CREATE_COMPANY = "create_company"
@@ -75,7 +78,7 @@ OWNER: dict[Command, Service] = {
     **{c: Service.REVIEW for c in (Command.CREATE_CASE, Command.LIST_CASES, Command.GET_CASE,
                                    Command.CASE_HISTORY, Command.CASE_GRAPH, Command.ADD_GUIDANCE,
                                    Command.RECORD_SOURCES, Command.RETIRE_RECORDS, Command.LIST_PROPOSALS, Command.GET_PROPOSAL,
-                                   Command.DECIDE)},
+                                   Command.DECIDE, Command.CASE_DIFF, Command.CLAIM_TIMELINE, Command.EXPORT_PAGE)},
     **{c: Service.THESIS_DELTA for c in (Command.PROPOSE_CLAIM_DELTA, Command.CREATE_COMPANY,
                                          Command.LIST_COMPANIES, Command.GET_COMPANY, Command.ADD_SOURCE_FILE,
                                          Command.ADD_THESIS_CLAIM, Command.LIST_DELTAS, Command.GET_DELTA,

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from services.cli import backup
+from services.cli.export import export as export_command
 from services.cli.review import app as review_app
 from services.cli.running import run as _run
 from services.cli.running import settings_for as _settings
@@ -38,6 +39,7 @@ app.add_typer(docs_app, name="docs")
 app.add_typer(bench_app, name="bench")
 app.add_typer(webhooks_app, name="webhooks")
 backup.register(app)  # `backup FILE`, `restore FILE`
+app.command("export")(export_command)
 
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]

@@ -15,6 +15,7 @@ from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
 from shared.graph_contracts import CaseGraphRef
+from shared.history_contracts import CaseAsOf
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -29,6 +30,8 @@ CaseId = Annotated[Slug, Path(description="The case's id (a slug).")]
 AgentName = Annotated[c.bounded_text(100), Path(description="The agent token's name.")]
 MapFocus = Annotated[Slug | None, Query(description="A claim of the case: the map shows it and the claims two "
                                                     "relations away (`/ui/cases/{caseId}?focus=` draws it).")]
+AsOf = Annotated[int | None, Query(alias="asOf", ge=0, le=9007199254740991,
+                                   description="A revision of the case (0 to its revision now): the case as of it.")]
 
 
 def caller(*roles: str) -> Any:
@@ -181,18 +184,22 @@ async def retire_records(
 
 
 @router.get("/cases/{case_id}/ledger", tags=["cases"], response_model=m.LedgerView)
-async def case_ledger(case_id: CaseId, request: Request, principal: Principal = caller(*READERS)) -> Any:
-    return await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+async def case_ledger(case_id: CaseId, request: Request, as_of: AsOf = None,
+                      principal: Principal = caller(*READERS)) -> Any:
+    """The case's canonical ledger; with `asOf`, exactly as it stood at that revision (without what is about
+    now rather than a revision: pending proposals and guidance)."""
+    return await call(request, Command.CASE_LEDGER, CaseAsOf(actor=principal.actor(), case_id=case_id, as_of=as_of))
 
 
 @router.get("/cases/{case_id}/graph", tags=["cases"], response_model=CaseGraph)
-async def case_graph(case_id: CaseId, request: Request, focus: MapFocus = None,
+async def case_graph(case_id: CaseId, request: Request, focus: MapFocus = None, as_of: AsOf = None,
                      principal: Principal = caller(*READERS)) -> Any:
     """The argument map: claims, sources and the verdict as nodes (status, confidence, evidence health),
     relations and citations as edges, merge groups as groups; bounded, nearest the verdict first. With `focus`,
-    and for a case too large to draw whole, one neighbourhood: `focus` says its centre, `cut` what it leaves out."""
+    and for a case too large to draw whole, one neighbourhood: `focus` says its centre, `cut` what it leaves out.
+    With `asOf`, the map as it stood at that revision."""
     return await call(request, Command.CASE_GRAPH,
-                      CaseGraphRef(actor=principal.actor(), case_id=case_id, focus=focus))
+                      CaseGraphRef(actor=principal.actor(), case_id=case_id, focus=focus, as_of=as_of))
 
 
 @router.get("/cases/{case_id}/proposals", tags=["proposals"], response_model=m.ProposalList)

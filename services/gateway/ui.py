@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from services.gateway import ui_access, ui_text
+from services.gateway.argument_map import MapLinks
 from services.gateway.auth import Principal
 from services.gateway.case_map import map_context
 from services.gateway.errors import invalid_argument
@@ -34,6 +35,7 @@ from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.errors import HTTP_STATUS, Forbidden, InvalidArgument, ThreadlineError, Unauthenticated
 from shared.graph_contracts import CaseGraphRef
+from shared.history_contracts import CaseAsOf, CaseDiff
 from shared.kinds import CLAIMS
 from shared.subjects import Command
 
@@ -261,21 +263,27 @@ HISTORY_PAGE = 50
 
 
 @router.get("/cases/{case_id}")
-async def case_page(request: Request, case_id: CaseId, focus: MapFocus = None,
-                    principal: Principal = Reviewer) -> Response:
-    return await _case(request, principal, case_id, focus=focus)
+async def case_page(request: Request, case_id: CaseId, focus: MapFocus = None, principal: Principal = Reviewer,
+                    as_of: Annotated[c.Revision | None, Query(alias="asOf")] = None,
+                    since: Annotated[c.Revision | None, Query()] = None) -> Response:
+    return await _case(request, principal, case_id, focus=focus, as_of=as_of, since=since)
 
 
 async def _case(request: Request, principal: Principal, case_id: str, *, problem: ThreadlineError | None = None,
-                draft: str = "", focus: str | None = None) -> Response:
-    ledger = await call(request, Command.CASE_LEDGER, c.CaseRef(actor=principal.actor(), case_id=case_id))
+                draft: str = "", focus: str | None = None, as_of: int | None = None,
+                since: int | None = None) -> Response:
+    actor = principal.actor()
+    ledger = await call(request, Command.CASE_LEDGER, CaseAsOf(actor=actor, case_id=case_id, as_of=as_of))
     decided = await call(request, Command.LIST_PROPOSALS, c.ListProposals(
-        actor=principal.actor(), case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
-    drawn = await map_context(request, CaseGraphRef(actor=principal.actor(), case_id=case_id, focus=focus))
+        actor=actor, case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
+    drawn = await map_context(request, CaseGraphRef(actor=actor, case_id=case_id, focus=focus, as_of=as_of),
+                              MapLinks(case_id, keep=(("asOf", str(as_of)),) if as_of is not None else ()))
+    diff = await call(request, Command.CASE_DIFF, CaseDiff(actor=actor, case_id=case_id, from_revision=since,
+                                                           to_revision=as_of)) if since is not None else None
     claims = ledger["claims"]["items"]
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
                   claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
-                  decided=decided["proposals"], problem=problem, draft=draft, **drawn)
+                  decided=decided["proposals"], problem=problem, draft=draft, as_of=as_of, diff=diff, **drawn)
 
 
 @router.post("/cases/{case_id}/guidance")

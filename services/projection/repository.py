@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, func, or_, select, text
+from sqlalchemy import and_, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -13,7 +13,14 @@ from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
 from services.projection.view_repository import SqlViews
-from shared.db.queries import dicts, items_with_outcomes, lock_case_shared, still_open
+from shared.db.queries import (
+    active_at,
+    dicts,
+    items_with_outcomes,
+    latest_ratings,
+    lock_case_shared,
+    still_open,
+)
 from shared.db.session import Database
 from shared.db.tables import (
     agents,
@@ -23,7 +30,6 @@ from shared.db.tables import (
     claim_sources,
     claims,
     decisions,
-    evidence_health,
     guidance_notes,
     item_decisions,
     merge_group_members,
@@ -40,11 +46,6 @@ from shared.uow import SqlUnitOfWork
 
 ACTIVE = "active"
 _noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
-
-
-def active_at(table: Table, revision: int) -> ColumnElement[bool]:
-    """Records installed by `revision` that had not yet left the ledger then: the ledger as of that revision."""
-    return and_(table.c.revision <= revision, or_(table.c.ended_revision.is_(None), table.c.ended_revision > revision))
 
 
 class SqlReads:
@@ -105,10 +106,7 @@ class SqlReads:
             .where(sources.c.case_id == case_id, active_at(sources, revision))
             .order_by(sources.c.revision, sources.c.source_id)
         )).all()
-        rating_rows = await self.connection.execute(
-            select(evidence_health.c.claim_id, evidence_health.c.health, evidence_health.c.lost)
-            .where(evidence_health.c.case_id == case_id, evidence_health.c.revision <= revision)
-        )
+        rating_rows = await self.connection.execute(latest_ratings(case_id, revision))
         relation_rows = await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, active_at(relations, revision))
         )
@@ -388,9 +386,11 @@ class SqlReads:
         return [RelationView(r.relation_id, r.source_claim_id, r.target_claim_id, r.type, r.verdict_basis)
                 for r in rows]
 
-    async def group_list(self, case_id: str) -> list[dict[str, Any]]:
+    async def group_list(self, case_id: str, revision: int | None = None) -> list[dict[str, Any]]:
+        """The active groups (those active at `revision`, when given), in the ledger's order."""
+        active = merge_groups.c.status == ACTIVE if revision is None else active_at(merge_groups, revision)
         rows = await self.connection.execute(
-            select(merge_groups).where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+            select(merge_groups).where(merge_groups.c.case_id == case_id, active)
             .order_by(merge_groups.c.revision, merge_groups.c.group_id)
         )
         return dicts(rows)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from services.projection import domain, read_models, workspace
+from services.projection import as_of, domain, read_models, workspace
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, ViewState
 from shared import events, ledger
 from shared.contracts import (
-    CaseRef,
     GetWorkspaceArgs,
     InspectSourcesArgs,
     SetFocusArgs,
@@ -18,6 +17,7 @@ from shared.contracts import (
 )
 from shared.errors import NoActiveCase, NotFound, Unavailable
 from shared.events import FocusChanged
+from shared.history_contracts import CaseAsOf
 
 PAGED = ("unresolved", "guidance")
 CATCH_UP_ATTEMPTS = 3
@@ -127,10 +127,13 @@ LEDGER_CLAIMS_CAP = 500
 LEDGER_GUIDANCE_CAP = 20
 
 
-async def case_ledger(cmd: CaseRef, uow: ProjectionUnitOfWork) -> dict[str, Any]:
+async def case_ledger(cmd: CaseAsOf, uow: ProjectionUnitOfWork) -> dict[str, Any]:
     """The canonical ledger of a case for reviewers: its first claims in the order of the case's focus
     and their provenance, the verdict, every source, relation and group, and what is pending. Claims and
-    sources are read by index from the case's view rows, never the whole ledger."""
+    sources are read by index from the case's view rows, never the whole ledger; as of a past revision,
+    from the ledger itself (`as_of.ledger_at`)."""
+    if cmd.as_of is not None:
+        return await as_of.ledger_at(uow, cmd.case_id, cmd.as_of, _ledger)
 
     async def find() -> Any:
         case = await uow.reads.case_row(cmd.case_id)

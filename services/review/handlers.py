@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from services.review import use_cases
+from services.review import history, use_cases
 from services.review.repository import SqlReviewUnitOfWork
 from shared.service import ServiceContext, command_router
 from shared.subjects import Command
@@ -21,6 +21,9 @@ ROUTES = {
     Command.LIST_PROPOSALS: use_cases.list_proposals,
     Command.GET_PROPOSAL: use_cases.get_proposal,
     Command.DECIDE: use_cases.decide,
+    Command.CASE_DIFF: history.case_diff,
+    Command.CLAIM_TIMELINE: history.claim_timeline,
+    Command.EXPORT_PAGE: history.export_page,
 }
 
 

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, case, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
-from shared.db.queries import dicts, ledger_facts
+from shared.db.history_tables import rating_history
+from shared.db.queries import active_at, dicts, latest_ratings, ledger_facts
 from shared.db.tables import (
     change_log,
     claim_sources,
@@ -221,11 +222,10 @@ class SqlLedger:
     async def rate(self, case_id: str, ratings: Sequence[Rating], revision: int) -> None:
         if not ratings:
             return
-        statement = pg_insert(evidence_health).values([
-            {"case_id": case_id, "claim_id": r.claim_id, "health": r.health, "revision": revision,
-             "lost": r.to_json()["lost"]}
-            for r in ratings
-        ])
+        rows = [{"case_id": case_id, "claim_id": r.claim_id, "health": r.health, "revision": revision,
+                 "lost": r.to_json()["lost"]} for r in ratings]
+        await self.connection.execute(insert(rating_history), rows)  # the history a revision reads back
+        statement = pg_insert(evidence_health).values(rows)
         await self.connection.execute(statement.on_conflict_do_update(
             index_elements=[evidence_health.c.case_id, evidence_health.c.claim_id],
             set_={"health": statement.excluded.health, "lost": statement.excluded.lost,
@@ -234,42 +234,50 @@ class SqlLedger:
 
     # --- what reviewers read beside the records: the argument map, the evidence of a proposal -------
 
-    async def graph(self, case_id: str) -> dict[str, list[dict[str, Any]]]:
-        health = evidence_health
+    async def graph(self, case_id: str, as_of: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The records the argument map draws: those active now, or (`as_of`) those active at that revision,
+        each rated as it was then."""
+
+        def alive(table: Any) -> Any:
+            return table.c.status == ACTIVE if as_of is None else active_at(table, as_of)
+
+        health = evidence_health if as_of is None else latest_ratings(case_id, as_of).subquery()
+        source_status = sources.c.status if as_of is None else case(
+            (sources.c.ended_revision <= as_of, sources.c.status), else_=literal(ACTIVE))
         claim_rows = await self.connection.execute(
-            select(claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, claims.c.status,
+            select(claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, literal(ACTIVE).label("status"),
                    health.c.health, health.c.lost)
             .select_from(claims.outerjoin(health, and_(health.c.case_id == claims.c.case_id,
                                                        health.c.claim_id == claims.c.claim_id)))
-            .where(claims.c.case_id == case_id, claims.c.status == ACTIVE)
+            .where(claims.c.case_id == case_id, alive(claims))
             .order_by(claims.c.kind != VERDICT, claims.c.revision, claims.c.claim_id)
         )
         citation_rows = await self.connection.execute(
             select(claim_sources.c.claim_id, claim_sources.c.source_id)
             .join(claims, and_(claims.c.case_id == claim_sources.c.case_id,
                                claims.c.claim_id == claim_sources.c.claim_id))
-            .where(claim_sources.c.case_id == case_id, claims.c.status == ACTIVE)
+            .where(claim_sources.c.case_id == case_id, alive(claims))
             .order_by(claim_sources.c.claim_id, claim_sources.c.position)
         )
         citations = dicts(citation_rows)
         cited = {c["source_id"] for c in citations}
         source_rows = await self.connection.execute(
-            select(sources.c.source_id, sources.c.title, sources.c.publisher, sources.c.type, sources.c.status)
-            .where(sources.c.case_id == case_id,
-                   (sources.c.status == ACTIVE) | sources.c.source_id.in_(cited))
+            select(sources.c.source_id, sources.c.title, sources.c.publisher, sources.c.type,
+                   source_status.label("status"))
+            .where(sources.c.case_id == case_id, alive(sources) | sources.c.source_id.in_(cited))
             .order_by(sources.c.revision, sources.c.source_id)
         )
         relation_rows = await self.connection.execute(
             select(relations.c.relation_id, relations.c.source_claim_id, relations.c.target_claim_id,
                    relations.c.type, relations.c.verdict_basis)
-            .where(relations.c.case_id == case_id, relations.c.status == ACTIVE)
+            .where(relations.c.case_id == case_id, alive(relations))
             .order_by(relations.c.revision, relations.c.relation_id)
         )
         member_rows = await self.connection.execute(
             select(merge_groups.c.group_id, merge_groups.c.label, merge_group_members.c.claim_id)
             .join(merge_group_members, and_(merge_group_members.c.case_id == merge_groups.c.case_id,
                                             merge_group_members.c.group_id == merge_groups.c.group_id))
-            .where(merge_groups.c.case_id == case_id, merge_groups.c.status == ACTIVE)
+            .where(merge_groups.c.case_id == case_id, alive(merge_groups))
             .order_by(merge_groups.c.group_id, merge_group_members.c.claim_id)
         )
         return {"claims": dicts(claim_rows), "citations": citations,

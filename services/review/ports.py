@@ -72,8 +72,9 @@ class Ledger(LedgerWriter, Protocol):
 
     async def rate(self, case_id: str, ratings: Sequence[Rating], revision: int) -> None: ...
 
-    async def graph(self, case_id: str) -> dict[str, list[dict[str, Any]]]:
-        """The records the argument map draws: active claims, relations, groups; the sources claims cite."""
+    async def graph(self, case_id: str, as_of: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The records the argument map draws: active claims, relations, groups; the sources claims cite
+        (`as_of`: those active at that revision, rated as they were then)."""
 
     async def evidence(self, case_id: str, refs: References) -> dict[str, dict[str, dict[str, Any]]]:
         """The sources (their evidence) and claims (their text) the refs name, as they are in the ledger."""
@@ -85,7 +86,22 @@ class Ledger(LedgerWriter, Protocol):
     async def ended(self, case_id: str, oldest: int, newest: int) -> list[dict[str, Any]]: ...
 
 
+class History(Protocol):
+    """The ledger read back (services/review/history_repository.py): diffs, a claim's life, export pages."""
+
+    async def diff(self, case_id: str, start: int, end: int, cap: int) -> dict[str, list[dict[str, Any]]]: ...
+
+    async def claim(self, case_id: str, claim_id: str) -> dict[str, Any] | None: ...
+
+    async def links_of(self, case_id: str, claim_id: str, cap: int) -> dict[str, list[dict[str, Any]]]: ...
+
+    async def case_row(self, case_id: str) -> dict[str, Any] | None: ...
+
+    async def revisions_page(self, case_id: str, as_of: int, after: int, limit: int) -> list[dict[str, Any]]: ...
+
+
 class ReviewUnitOfWork(UnitOfWork):
     cases: Cases
     proposals: Proposals
     ledger: Ledger
+    history: History

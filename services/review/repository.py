@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.review.domain import Decision, StoredItem, StoredProposal
+from services.review.history_repository import SqlHistory
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
 from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
@@ -31,6 +32,7 @@ class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
         self.cases = SqlCases(connection)
         self.proposals = SqlProposals(connection)
         self.ledger = SqlLedger(connection)
+        self.history = SqlHistory(connection)
 
 
 

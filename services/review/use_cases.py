@@ -8,6 +8,7 @@ from typing import Any
 from services.review import domain, graph, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
+from shared.as_of import check_as_of
 from shared.contracts import (
     AddGuidance,
     CaseHistory,
@@ -89,11 +90,15 @@ async def case_history(cmd: CaseHistory, uow: ReviewUnitOfWork) -> dict[str, Any
 
 
 async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]:
-    """The argument map of the case: its active records and their evidence health, bounded (around a focus)."""
+    """The argument map of the case: its active records and their evidence health, bounded (around a focus);
+    as of a past revision, the records active then, rated as they were then."""
     async with uow.read():
         found = await _existing(uow, cmd.case_id)
-        records = await uow.ledger.graph(cmd.case_id)
-    return graph.graph_view(cmd.case_id, found["revision"], records, focus=cmd.focus)
+        if cmd.as_of is not None:
+            check_as_of(cmd.as_of, found["revision"])
+        records = await uow.ledger.graph(cmd.case_id, cmd.as_of)
+    revision = found["revision"] if cmd.as_of is None else cmd.as_of
+    return graph.graph_view(cmd.case_id, revision, records, focus=cmd.focus)
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------

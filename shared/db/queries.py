@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Result, and_, exists, select, text
+from sqlalchemy import ColumnElement, Result, Select, Table, and_, exists, or_, select, text
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from shared.db.history_tables import rating_history
 from shared.db.tables import (
     claims,
     closed_proposals,
@@ -18,6 +20,21 @@ from shared.db.tables import (
     sources,
 )
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, References
+
+
+def active_at(table: Table, revision: int) -> ColumnElement[bool]:
+    """Records installed by `revision` that had not yet left the ledger then: the ledger as of that revision."""
+    return and_(table.c.revision <= revision, or_(table.c.ended_revision.is_(None), table.c.ended_revision > revision))
+
+
+def latest_ratings(case_id: str, revision: int) -> Select:
+    """Each claim's rating as it stood at `revision` (its latest re-rating by then): case_id, claim_id, health,
+    lost."""
+    return (select(rating_history.c.case_id, rating_history.c.claim_id, rating_history.c.health,
+                   rating_history.c.lost)
+            .where(rating_history.c.case_id == case_id, rating_history.c.revision <= revision)
+            .ext(distinct_on(rating_history.c.claim_id))
+            .order_by(rating_history.c.claim_id, rating_history.c.revision.desc()))
 
 
 class SqlLedgerReader:

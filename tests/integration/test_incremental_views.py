@@ -28,7 +28,6 @@ from services.staging.use_cases import stage
 from shared import kinds
 from shared.contracts import (
     Actor,
-    CaseRef,
     Confidence,
     CreateCase,
     Decide,
@@ -44,6 +43,7 @@ from shared.contracts import (
 from shared.db.session import Database
 from shared.db.tables import claim_sources, claims, outbox, relations, sources
 from shared.events import Origin
+from shared.history_contracts import CaseAsOf
 from shared.subjects import Subjects
 from tests.factories import claim_item, merge_item, relation_item, source_item, unique, verdict_claim
 from tests.support import new_deployment, remove_deployment
@@ -281,7 +281,7 @@ async def agrees_with_the_read_rules(history: History, view: dict[str, Any]) -> 
     assert [s["sourceId"] for s in workspace["sources"]["items"]] == [
         s["source_id"] for s in in_focus][: domain.SOURCES_CAP]
     # The reviewers' case ledger, read from the view rows, says the same as the whole ledger.
-    ledger = await use_cases.case_ledger(CaseRef(actor=REVIEWER, case_id=history.case_id), history.projection())
+    ledger = await use_cases.case_ledger(CaseAsOf(actor=REVIEWER, case_id=history.case_id), history.projection())
     assert ledger["revision"] == snapshot.revision
     expected = claims_by_the_read_rules(snapshot, focus, use_cases.LEDGER_CLAIMS_CAP)
     assert ledger["claims"] | {"items": None} == expected | {"items": None}

@@ -1,0 +1,77 @@
+"""The ledger as nanopublications (TriG): one per claim accepted by the exported revision, each with its head,
+assertion (the claim, its kind, confidence and the relations it makes), provenance (its sources, the agent
+that staged it, the transformation note, the reviewer who accepted it) and publication info (created,
+creator, the case and revision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from services.gateway.exports import rdf
+from services.gateway.exports.prov import claim_class, vocabulary
+from services.gateway.exports.rdf import node, ref, when
+from services.gateway.exports.records import Iris, LedgerPages
+
+
+async def _outgoing(pages: LedgerPages) -> AsyncIterator[list[dict[str, Any]]]:
+    """The relations, grouped by the claim they run from, in claim id order (as the claims come)."""
+    batch: list[dict[str, Any]] = []
+    async for row in pages.each("outgoing"):
+        if batch and batch[0]["source_claim_id"] != row["source_claim_id"]:
+            yield batch
+            batch = []
+        batch.append(row)
+    if batch:
+        yield batch
+
+
+def nanopublication(iris: Iris, case_id: str, as_of: int, claim: dict[str, Any],
+                    relations: list[dict[str, Any]]) -> str:
+    """One claim's nanopublication: four named graphs."""
+    claim_iri = iris.record(case_id, "claims", claim["claim_id"])
+    this = iris.record(case_id, "nanopubs", claim["claim_id"])
+    head, assertion, provenance, pubinfo = (f"{this}#{part}" for part in ("Head", "assertion", "provenance",
+                                                                           "pubinfo"))
+    reviewer = iris.person("reviewers", claim["decided_by"])
+    agent = iris.person("agents", claim["staged_by"]) if claim["staged_by"] else None
+    made = [node(claim_iri, [claim_class(claim["kind"])], tl__text=claim["text"],
+                 tl__kind=claim["kind"], tl__confidence=claim["confidence"], tl__status=claim["status"],
+                 tl__health=claim["health"])]
+    made += [node(claim_iri, [], **{f"tl__{r['type']}": ref(iris.record(case_id, "claims", r["target_claim_id"]))})
+             for r in relations]
+    made += [node(iris.record(case_id, "relations", r["relation_id"]), ["tl:Relation"], tl__relationType=r["type"],
+                  tl__from=ref(claim_iri), tl__to=ref(iris.record(case_id, "claims", r["target_claim_id"])),
+                  tl__status=r["status"])
+             for r in relations]
+    staged = [node(agent, ["prov:SoftwareAgent"], rdfs__label=claim["staged_by"])] if agent else []
+    return (rdf.graph(head, [node(this, ["np:Nanopublication"], np__hasAssertion=ref(assertion),
+                                  np__hasProvenance=ref(provenance), np__hasPublicationInfo=ref(pubinfo))])
+            + rdf.graph(assertion, made)
+            + rdf.graph(provenance, [
+                node(assertion, [], prov__wasDerivedFrom=[ref(iris.record(case_id, "sources", s))
+                                                          for s in claim["source_ids"] or []],
+                     prov__wasAttributedTo=ref(agent) if agent else None,
+                     prov__wasGeneratedBy=ref(iris.record(case_id, "stagings", claim["proposal_id"]))
+                     if claim["proposal_id"] else None,
+                     tl__transformationNote=claim["transformation_note"],
+                     tl__acceptedBy=ref(reviewer), prov__generatedAtTime=when(claim["decided_at"])),
+                *staged,
+                node(reviewer, ["prov:Person"], rdfs__label=claim["decided_by"]),
+            ])
+            + rdf.graph(pubinfo, [node(this, [], dct__created=when(claim["decided_at"]), dct__creator=ref(reviewer),
+                                       tl__case=ref(iris.case(case_id)), tl__revision=claim["revision"],
+                                       tl__asOf=as_of)])
+            + "\n")
+
+
+async def trig(pages: LedgerPages, iris: Iris) -> AsyncIterator[str]:
+    yield rdf.prefixes() + "".join(rdf.turtle(term) for term in vocabulary()) + "\n"
+    relations = _outgoing(pages)
+    pending = await anext(relations, None)
+    async for claim in pages.each("claims"):
+        while pending is not None and pending[0]["source_claim_id"] < claim["claim_id"]:
+            pending = await anext(relations, None)
+        mine = pending if pending is not None and pending[0]["source_claim_id"] == claim["claim_id"] else []
+        yield nanopublication(iris, pages.case_id, pages.as_of or 0, claim, mine)

@@ -1,0 +1,61 @@
+"""The ledger as of a revision, read page by page from review for an export: never the whole case at once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from shared.history_contracts import ExportPage, ExportPart
+
+PAGE = 250  # records a page: a page of claims at their longest stays well inside one NATS message
+
+Fetch = Callable[[ExportPage], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class LedgerPages:
+    """One case's records as of one revision, each part an async iterator over pages fetched on demand."""
+
+    fetch: Fetch
+    actor: Any
+    case_id: str
+    as_of: int | None
+    case: dict[str, Any] | None = None
+
+    async def open(self) -> LedgerPages:
+        """Read the case (this refuses a revision the case does not have, before anything is streamed)."""
+        page = await self.fetch(ExportPage(actor=self.actor, case_id=self.case_id, as_of=self.as_of, part="case"))
+        self.case = orjson.loads(page["records"])[0]
+        self.as_of = page["asOf"]
+        return self
+
+    async def each(self, part: ExportPart) -> AsyncIterator[dict[str, Any]]:
+        after = None
+        while True:
+            page = await self.fetch(ExportPage(actor=self.actor, case_id=self.case_id, as_of=self.as_of, part=part,
+                                               after=after, limit=PAGE))
+            for record in orjson.loads(page["records"]):
+                yield record
+            if page["next"] is None:
+                return
+            after = page["next"]
+
+
+@dataclass(frozen=True)
+class Iris:
+    """The IRIs an export names its records by: under the case's own API address, so that each resolves."""
+
+    base: str  # e.g. http://127.0.0.1:8700
+
+    def case(self, case_id: str) -> str:
+        return f"{self.base}/api/v1/cases/{quote(case_id, safe='')}"
+
+    def record(self, case_id: str, kind: str, record_id: str | int) -> str:
+        return f"{self.case(case_id)}/{kind}/{quote(str(record_id), safe='')}"
+
+    def person(self, kind: str, name: str) -> str:
+        return f"{self.base}/api/v1/{kind}/{quote(name, safe='')}"

@@ -1,0 +1,189 @@
+"""The ledger read back in PostgreSQL: what changed between two revisions, a claim's life, export pages.
+
+Every record keeps the revision that installed it and the one that ended it (retired or superseded), and
+every re-rating is kept in `rating_history`, so each of these reads is a filter on revisions, never a replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, and_, case, func, literal, literal_column, or_, select, tuple_, union_all
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from shared.db.history_tables import rating_history
+from shared.db.queries import dicts
+from shared.db.tables import (
+    cases,
+    change_log,
+    claim_sources,
+    claims,
+    decisions,
+    merge_group_members,
+    merge_groups,
+    proposals,
+    relations,
+    sources,
+)
+
+RECORDS = (("source", sources, sources.c.source_id), ("claim", claims, claims.c.claim_id),
+           ("relation", relations, relations.c.relation_id), ("group", merge_groups, merge_groups.c.group_id))
+NULL_TEXT = literal_column("NULL::text")
+PROVENANCE = ("proposal_id", "staged_by", "staged_at", "decision_id", "decided_by", "decided_at", "revision")
+
+
+def _ended_at(table: Any, as_of: int) -> dict[str, Any]:
+    """The record's status at `as_of`, and its ending (who, when, which revision) if it had ended by then."""
+    ended = table.c.ended_revision <= as_of
+    return {"status": case((ended, table.c.status), else_=literal("active")),
+            "ended_by": case((ended, table.c.ended_by)), "ended_at": case((ended, table.c.ended_at)),
+            "ended_revision": case((ended, table.c.ended_revision)),
+            "superseded_by": case((ended, table.c.superseded_by))}
+
+
+def _logged(table: Any) -> Any:
+    """The change log's entry of the revision a row was made in (who made the revision, and when)."""
+    return and_(change_log.c.case_id == table.c.case_id, change_log.c.revision == table.c.revision)
+
+
+def _capped(queries: list[Select], cap: int) -> Any:
+    """Each query's first `cap` + 1 rows (so a cut shows), with how many it has in all, as one statement."""
+    return union_all(*[q.add_columns(func.count().over().label("total")).limit(cap + 1).subquery().select()
+                       for q in queries])
+
+
+class SqlHistory:
+    """Reads of the ledger's history (review owns the tables; these only read)."""
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+
+    # --- a diff ---------------------------------------------------------------------------------------
+
+    async def diff(self, case_id: str, start: int, end: int, cap: int) -> dict[str, list[dict[str, Any]]]:
+        """Records added and ended in revisions start+1..end, the ratings made and the log entries, each list
+        its first `cap` + 1 entries in revision order, each row with the list's `total`."""
+        added = [select(literal("added").label("change"), literal(record).label("record"), key.label("id"),
+                        table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"))
+                 .where(table.c.case_id == case_id, table.c.revision > start, table.c.revision <= end)
+                 .order_by(table.c.revision, key) for record, table, key in RECORDS]
+        ended = [select(literal(status).label("change"), literal(record).label("record"), key.label("id"),
+                        table.c.ended_revision.label("revision"), table.c.ended_by.label("by"), table.c.superseded_by)
+                 .where(table.c.case_id == case_id, table.c.status == status, table.c.ended_revision > start,
+                        table.c.ended_revision <= end)
+                 .order_by(table.c.ended_revision, key)
+                 for record, table, key in RECORDS for status in ("retired", "superseded")]
+        rows = dicts(await self.connection.execute(_capped(added + ended, cap)))
+        rerated = dicts(await self.connection.execute(
+            select(rating_history.c.claim_id, rating_history.c.health, rating_history.c.lost, rating_history.c.revision,
+                   change_log.c.actor, func.count().over().label("total"))
+            .select_from(rating_history.join(change_log, _logged(rating_history)))
+            .where(rating_history.c.case_id == case_id, rating_history.c.revision > start,
+                   rating_history.c.revision <= end)
+            .order_by(rating_history.c.revision, rating_history.c.claim_id).limit(cap + 1)))
+        logged = dicts(await self.connection.execute(
+            select(change_log.c.revision, change_log.c.decision_id, change_log.c.actor, change_log.c.at,
+                   change_log.c.summary, decisions.c.proposal_id, func.count().over().label("total"))
+            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id))
+            .where(change_log.c.case_id == case_id, change_log.c.revision > start, change_log.c.revision <= end)
+            .order_by(change_log.c.revision).limit(cap + 1)))
+        return {"records": rows, "rerated": rerated, "log": logged}
+
+    # --- a claim's timeline -------------------------------------------------------------------------------
+
+    async def claim(self, case_id: str, claim_id: str) -> dict[str, Any] | None:
+        """The claim's row with its staging (the proposal's time, pin and agent) and the claim it superseded."""
+        superseded = (select(claims.c.claim_id).where(claims.c.case_id == case_id, claims.c.superseded_by == claim_id)
+                      .limit(1).scalar_subquery())
+        found = dicts(await self.connection.execute(
+            select(claims, proposals.c.created_at.label("proposed_at"), proposals.c.pinned_revision,
+                   proposals.c.staged_revision, superseded.label("supersedes"))
+            .select_from(claims.outerjoin(proposals, proposals.c.proposal_id == claims.c.proposal_id))
+            .where(claims.c.case_id == case_id, claims.c.claim_id == claim_id)))
+        return found[0] if found else None
+
+    async def links_of(self, case_id: str, claim_id: str, cap: int) -> dict[str, list[dict[str, Any]]]:
+        """The relations that run from or to the claim, the groups it is in, and each re-rating it had."""
+        linked = dicts(await self.connection.execute(
+            select(relations).where(relations.c.case_id == case_id, or_(
+                relations.c.source_claim_id == claim_id, relations.c.target_claim_id == claim_id))
+            .order_by(relations.c.revision, relations.c.relation_id).limit(cap)))
+        grouped = dicts(await self.connection.execute(
+            select(merge_groups).join(merge_group_members, and_(
+                merge_group_members.c.case_id == merge_groups.c.case_id,
+                merge_group_members.c.group_id == merge_groups.c.group_id))
+            .where(merge_group_members.c.case_id == case_id, merge_group_members.c.claim_id == claim_id)
+            .order_by(merge_groups.c.revision, merge_groups.c.group_id).limit(cap)))
+        rated = dicts(await self.connection.execute(
+            select(rating_history, change_log.c.actor, change_log.c.at)
+            .select_from(rating_history.join(change_log, _logged(rating_history)))
+            .where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
+            .order_by(rating_history.c.revision)))
+        return {"relations": linked, "groups": grouped, "ratings": rated}
+
+    # --- export pages: the records installed by a revision, in id order, each with its status then -------
+
+    async def case_row(self, case_id: str) -> dict[str, Any] | None:
+        found = dicts(await self.connection.execute(select(cases).where(cases.c.case_id == case_id)))
+        return found[0] if found else None
+
+    async def sources_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
+        # Metadata only: evidence text (up to 4,000 characters each) stays out, so that a page fits a NATS message.
+        fields = [sources.c[name] for name in ("source_id", "publisher", "title", "url", "publication_date",
+                                               "snapshot_date", "type", "authority", *PROVENANCE)]
+        return await self._page(sources, sources.c.source_id, fields, case_id, as_of, after, limit)
+
+    async def claims_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
+        cited = (select(func.array_agg(aggregate_order_by(claim_sources.c.source_id, claim_sources.c.position)))
+                 .where(claim_sources.c.case_id == claims.c.case_id, claim_sources.c.claim_id == claims.c.claim_id)
+                 .scalar_subquery())
+        rating = (select(rating_history.c.health)
+                  .where(rating_history.c.case_id == claims.c.case_id, rating_history.c.claim_id == claims.c.claim_id,
+                         rating_history.c.revision <= as_of)
+                  .order_by(rating_history.c.revision.desc()).limit(1).scalar_subquery())
+        fields = [claims.c.claim_id, claims.c.text, claims.c.kind, claims.c.confidence, claims.c.transformation_note,
+                  *(claims.c[name] for name in PROVENANCE), cited.label("source_ids"), rating.label("health")]
+        return await self._page(claims, claims.c.claim_id, fields, case_id, as_of, after, limit)
+
+    async def relations_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
+        fields = [relations.c.relation_id, relations.c.source_claim_id, relations.c.target_claim_id, relations.c.type,
+                  relations.c.rationale, relations.c.verdict_basis, *(relations.c[name] for name in PROVENANCE)]
+        return await self._page(relations, relations.c.relation_id, fields, case_id, as_of, after, limit)
+
+    async def outgoing_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
+        """Relations in the order of the claim each runs from; `after` is "<source claim id> <relation id>"."""
+        fields = [relations.c.relation_id, relations.c.source_claim_id, relations.c.target_claim_id, relations.c.type,
+                  relations.c.revision]
+        query = (select(*fields, *(v.label(k) for k, v in _ended_at(relations, as_of).items()))
+                 .where(relations.c.case_id == case_id, relations.c.revision <= as_of))
+        if after is not None:
+            source, _, relation = after.partition(" ")
+            query = query.where(tuple_(relations.c.source_claim_id, relations.c.relation_id) > tuple_(source, relation))
+        return dicts(await self.connection.execute(
+            query.order_by(relations.c.source_claim_id, relations.c.relation_id).limit(limit)))
+
+    async def groups_page(self, case_id: str, as_of: int, after: str | None, limit: int) -> list[dict[str, Any]]:
+        members = (select(func.array_agg(aggregate_order_by(merge_group_members.c.claim_id, merge_group_members.c.claim_id)))
+                   .where(merge_group_members.c.case_id == merge_groups.c.case_id,
+                          merge_group_members.c.group_id == merge_groups.c.group_id).scalar_subquery())
+        fields = [merge_groups.c.group_id, merge_groups.c.label, merge_groups.c.confidence, merge_groups.c.rationale,
+                  *(merge_groups.c[name] for name in PROVENANCE), members.label("members")]
+        return await self._page(merge_groups, merge_groups.c.group_id, fields, case_id, as_of, after, limit)
+
+    async def _page(self, table: Any, key: Any, fields: list[Any], case_id: str, as_of: int, after: str | None,
+                    limit: int) -> list[dict[str, Any]]:
+        query = (select(*fields, *(v.label(k) for k, v in _ended_at(table, as_of).items()))
+                 .where(table.c.case_id == case_id, table.c.revision <= as_of))
+        if after is not None:
+            query = query.where(key > after)
+        return dicts(await self.connection.execute(query.order_by(key).limit(limit)))
+
+    async def revisions_page(self, case_id: str, as_of: int, after: int, limit: int) -> list[dict[str, Any]]:
+        """The change log's entries after `after` up to `as_of`: each revision's reviewer, time, decision."""
+        return dicts(await self.connection.execute(
+            select(change_log.c.revision, change_log.c.decision_id, change_log.c.actor, change_log.c.at,
+                   change_log.c.summary, decisions.c.proposal_id)
+            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id))
+            .where(change_log.c.case_id == case_id, change_log.c.revision > after, change_log.c.revision <= as_of)
+            .order_by(change_log.c.revision).limit(limit)))

@@ -1,0 +1,102 @@
+"""How the ledger read back reads to reviewers: a diff between two revisions, one claim's timeline. Pure."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+DIFF_CAP = 500  # entries per list of a diff; `counts` has every list's total, `omitted` what was cut
+TIMELINE_CAP = 200  # relations and groups of one claim on its timeline
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _total(rows: list[dict[str, Any]]) -> int:
+    return rows[0]["total"] if rows else 0
+
+
+def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str, Any]]],
+              cap: int = DIFF_CAP) -> dict[str, Any]:
+    """What revisions start+1..end changed: records added, retired and superseded, relations and groups
+    added and ended, claims re-rated, and the decisions (reviewer, revision) that did it."""
+    lists: dict[str, list[dict[str, Any]]] = {"added": [], "retired": [], "superseded": []}
+    totals = dict.fromkeys(lists, 0)
+    parts: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in found["records"]:
+        parts.setdefault((r["change"], r["record"]), []).append(r)
+    for (change, _), rows in parts.items():
+        totals[change] += _total(rows)
+        lists[change] += rows
+
+    def entry(r: dict[str, Any]) -> dict[str, Any]:
+        shown = {"record": r["record"], "id": r["id"], "revision": r["revision"], "by": r["by"]}
+        return shown | ({"supersededBy": r["superseded_by"]} if r["superseded_by"] else {})
+
+    view: dict[str, Any] = {"caseId": case_id, "from": start, "to": end}
+    for name in ("added", "retired", "superseded"):
+        view[name] = [entry(r) for r in sorted(lists[name], key=lambda r: (r["revision"], r["record"], r["id"]))][:cap]
+    for record, name in (("relation", "relations"), ("group", "groups")):
+        view[name] = {"added": [e["id"] for e in view["added"] if e["record"] == record],
+                      "ended": [e["id"] for e in view["retired"] + view["superseded"] if e["record"] == record]}
+    view["rerated"] = [{"claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
+                        "by": r["actor"]} for r in found["rerated"][:cap]]
+    view["decisions"] = [{"decisionId": r["decision_id"], "reviewer": r["actor"], "revision": r["revision"],
+                          "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"]}
+                         for r in found["log"][:cap]]
+    counts = {**totals, "rerated": _total(found["rerated"]), "decisions": _total(found["log"])}
+    shown = {name: len(view[name]) for name in counts}
+    view["counts"] = counts
+    view["omitted"] = {name: counts[name] - shown[name] for name in counts if counts[name] > shown[name]}
+    return view
+
+
+def _event(event: str, revision: int | None, by: str | None, at: datetime | None, **more: Any) -> dict[str, Any]:
+    return {"event": event, "revision": revision, "by": by, "at": iso(at),
+            **{k: v for k, v in more.items() if v is not None}}
+
+
+def timeline_view(case_id: str, claim: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One claim's life in revision order: staged (by which agent, at which pin), accepted, related, grouped,
+    re-rated, and superseded or retired — each event with who and at which revision."""
+    claim_id = claim["claim_id"]
+    events = []
+    if claim["proposal_id"]:
+        staged_at = claim["staged_revision"] if claim["staged_revision"] is not None else claim["pinned_revision"]
+        events.append(_event("staged", staged_at, claim["staged_by"], claim["staged_at"] or claim["proposed_at"],
+                             proposalId=claim["proposal_id"]))
+    events.append(_event("accepted", claim["revision"], claim["decided_by"], claim["decided_at"],
+                         decisionId=claim["decision_id"], supersedes=claim["supersedes"]))
+    for r in links["relations"]:
+        outgoing = r["source_claim_id"] == claim_id
+        other = r["target_claim_id"] if outgoing else r["source_claim_id"]
+        shown = {"relationId": r["relation_id"], "type": r["type"], "direction": "out" if outgoing else "in",
+                 "otherClaimId": other}
+        events.append(_event("related", r["revision"], r["decided_by"], r["decided_at"], **shown))
+        if r["ended_revision"] is not None:
+            events.append(_event("relation_ended", r["ended_revision"], r["ended_by"], r["ended_at"], **shown))
+    for g in links["groups"]:
+        events.append(_event("grouped", g["revision"], g["decided_by"], g["decided_at"], groupId=g["group_id"]))
+        if g["ended_revision"] is not None:
+            events.append(_event("group_ended", g["ended_revision"], g["ended_by"], g["ended_at"],
+                                 groupId=g["group_id"]))
+    for rating in links["ratings"]:
+        events.append(_event("rerated", rating["revision"], rating["actor"], rating["at"], health=rating["health"],
+                             lost=rating["lost"]))
+    if claim["ended_revision"] is not None:
+        events.append(_event(claim["status"], claim["ended_revision"], claim["ended_by"], claim["ended_at"],
+                             supersededBy=claim["superseded_by"]))
+    order = {"staged": 0, "accepted": 1}
+    events.sort(key=lambda e: (e["revision"] if e["revision"] is not None else -1, order.get(e["event"], 2)))
+    return {"caseId": case_id, "claimId": claim_id, "text": claim["text"], "kind": claim["kind"],
+            "confidence": claim["confidence"], "status": claim["status"], "events": events,
+            "omitted": {name: TIMELINE_CAP for name in ("relations", "groups") if len(links[name]) >= TIMELINE_CAP}}
+
+
+def exported_json(rows: list[dict[str, Any]]) -> str:
+    """Rows as one JSON text (times in ISO 8601): the reply's encoder walks a text at once, where it would walk
+    every value of every row of a page one by one (a tenth of a second a page of claims)."""
+    return orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS).decode()  # column names are str subclasses

@@ -1,0 +1,300 @@
+"""The ledger read back over the HTTP API: a diff, a claim's timeline, the case as of a revision, and the exports
+(PROV-O as JSON-LD and Turtle, nanopublications as TriG, AIF JSON) read by independent parsers — rdflib and
+its SPARQL engine for RDF, plain JSON for AIF — and compared with the ledger's own tables at that revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import rdflib
+from sqlalchemy import select
+
+from shared.db.tables import claim_sources, claims, relations, sources
+from tests.factories import (
+    agent_session,
+    claim_item,
+    decide,
+    merge_item,
+    relation_item,
+    source_item,
+    verdict_claim,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "read_export.py"
+PREFIXES = """PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX np: <http://www.nanopub.org/nschema#>
+PREFIX tl: <urn:threadline:vocab#>
+"""
+
+
+async def retire(stack, case_id: str, record: str, record_id: str) -> dict[str, Any]:
+    async with stack.api() as api:
+        answer = await api.post(f"/api/v1/cases/{case_id}/retirements",
+                                json={"records": [{"record": record, "id": record_id}], "note": "withdrawn"})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+@pytest.fixture(scope="module")
+async def history(stack):
+    """A case whose ledger moved through every kind of change; the revisions worth reading back."""
+    async with agent_session(stack) as agent:
+        marks: dict[str, int] = {}
+        await agent.accepted("stage_sources", sources=[source_item(s) for s in ("s0", "s1", "s2")])
+        await agent.accepted("stage_claims", claims=[claim_item("a", ["s0"]), claim_item("b", ["s0", "s2"]),
+                                                     claim_item("c", ["s2"]), claim_item("d", ["s1"])])
+        await agent.accepted("stage_relations", relations=[
+            relation_item("a-b", "a", "b"), relation_item("c-b", "c", "b", "contradicts"),
+            relation_item("d-a", "d", "a", "qualifies"), relation_item("b-c", "b", "c", "amplifies")])
+        await agent.accepted("stage_merge", groups=[merge_item("g-ac", ["a", "c"])])
+        marks["first_verdict"] = (await agent.accepted("stage_verdict", claim=verdict_claim("v1", ["s0"]), relations=[
+            relation_item("a-v1", "a", "v1"), relation_item("d-v1", "d", "v1")]))["revision"]
+        marks["source_retired"] = (await retire(stack, agent.case_id, "source", "s1"))["revision"]
+        marks["second_verdict"] = (await agent.accepted("stage_verdict", claim=verdict_claim(
+            "v2", ["s2"], text="On balance, no."), relations=[relation_item("b-v2", "b", "v2", "contradicts")]))["revision"]
+        marks["claim_retired"] = (await retire(stack, agent.case_id, "claim", "c"))["revision"]
+        staged = await agent.stage("stage_claims", claims=[claim_item("e", ["s0"])])
+        await decide(stack, staged["proposalId"], reject=["e"], note="not needed")
+    # The MCP session closes in the task that opened it; the tests need only the case and the agent's name.
+    return SimpleNamespace(case_id=agent.case_id, name=agent.name), marks
+
+
+async def ledger_at(stack, case_id: str, revision: int) -> dict[str, Any]:
+    """What the ledger's own tables hold at a revision: every record installed by then, claims' sources."""
+    async with stack.db.engine.connect() as connection:
+        def ids(table: Any, key: str) -> Any:
+            return select(table.c[key], table.c.decided_by).where(table.c.case_id == case_id,
+                                                                  table.c.revision <= revision)
+        found = {name: dict((await connection.execute(ids(table, key))).all()) for name, table, key in (
+            ("claims", claims, "claim_id"), ("sources", sources, "source_id"), ("relations", relations, "relation_id"))}
+        cited = await connection.execute(select(claim_sources.c.claim_id, claim_sources.c.source_id).where(
+            claim_sources.c.case_id == case_id, claim_sources.c.claim_id.in_(list(found["claims"]))))
+        found["cited"] = {tuple(r) for r in cited}
+        kinds = await connection.execute(select(relations.c.relation_id, relations.c.type, relations.c.source_claim_id,
+                                                relations.c.target_claim_id).where(
+            relations.c.case_id == case_id, relations.c.revision <= revision))
+        found["relation_rows"] = {r.relation_id: r for r in kinds}
+    return found
+
+
+async def export(stack, case_id: str, fmt: str, as_of: int | None = None) -> Any:
+    async with stack.api() as api:
+        params = {"format": fmt, **({"asOf": as_of} if as_of is not None else {})}
+        return await api.get(f"/api/v1/cases/{case_id}/export", params=params)
+
+
+def local(iri: Any) -> str:
+    return str(iri).rsplit("/", 1)[-1]
+
+
+def sparql_reading(graph: Any) -> dict[str, Any]:
+    """What SPARQL finds in an export: counts, each claim's sources, each record's reviewer, statuses."""
+    def rows(query: str) -> list[Any]:
+        return list(graph.query(PREFIXES + query))
+
+    count = {name: int(rows(f"SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {pattern} }}")[0][0]) for name, pattern in (
+        ("claims", "?x a prov:Entity . { ?x a tl:Claim } UNION { ?x a tl:Verdict }"),
+        ("sources", "?x a prov:Entity, tl:Source"), ("relations", "?x a prov:Entity, tl:Relation"))}
+    cited = {(local(c), local(s)) for c, s in rows("SELECT ?c ?s WHERE { ?c prov:wasDerivedFrom ?s . ?s a tl:Source }")}
+    reviewers = {local(c): str(name) for c, name in rows(
+        "SELECT ?c ?name WHERE { ?c a prov:Entity ; prov:wasGeneratedBy ?act . "
+        "?act a prov:Activity ; prov:wasAssociatedWith ?p . ?p a prov:Person ; rdfs:label ?name }")}
+    status = {local(x): str(s) for x, s in rows("SELECT ?x ?s WHERE { ?x a prov:Entity ; tl:status ?s }")}
+    return {"count": count, "cited": cited, "reviewers": reviewers, "status": status}
+
+
+@pytest.mark.parametrize("fmt,parse_as", [("prov-turtle", "turtle"), ("prov-jsonld", "json-ld")])
+async def test_prov_exports_read_back_by_rdflib_equal_the_ledger_at_each_revision(stack, history, fmt, parse_as):
+    agent, marks = history
+    for revision in (marks["first_verdict"], marks["claim_retired"]):
+        answer = await export(stack, agent.case_id, fmt, revision)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["x-threadline-revision"] == str(revision)
+        graph = rdflib.Graph().parse(data=answer.text, format=parse_as)
+        read = sparql_reading(graph)
+        expected = await ledger_at(stack, agent.case_id, revision)
+        assert read["count"] == {name: len(expected[name]) for name in ("claims", "sources", "relations")}
+        assert read["cited"] == expected["cited"]
+        assert {k: v for k, v in read["reviewers"].items() if k in expected["claims"]} == expected["claims"]
+        for relation_id, row in expected["relation_rows"].items():  # the vocabulary's direct link, while active
+            linked = (rdflib.URIRef(f"{stack.http_url}/api/v1/cases/{agent.case_id}/claims/{row.source_claim_id}"),
+                      rdflib.URIRef(f"urn:threadline:vocab#{row.type}"),
+                      rdflib.URIRef(f"{stack.http_url}/api/v1/cases/{agent.case_id}/claims/{row.target_claim_id}"))
+            assert (linked in graph) == (read["status"][relation_id] == "active")
+    assert read["status"]["c"] == "retired" and read["status"]["s1"] == "retired"
+    assert read["status"]["v1"] == "superseded" and read["status"]["v2"] == "active"
+    revised = list(graph.query(PREFIXES + "SELECT ?new ?old WHERE { ?new prov:wasRevisionOf ?old }"))
+    assert [(local(n), local(o)) for n, o in revised] == [("v2", "v1")]
+    invalidated = {local(x) for (x,) in graph.query(PREFIXES + "SELECT ?x WHERE { ?x prov:wasInvalidatedBy ?a }")}
+    assert {"s1", "c", "v1", "c-b", "b-c", "g-ac"} <= invalidated
+    agents = {str(n) for (n,) in graph.query(PREFIXES + "SELECT ?n WHERE { ?x a prov:SoftwareAgent ; rdfs:label ?n }")}
+    assert agents == {agent.name}
+    defined = {local(t) for (t,) in graph.query(PREFIXES + "SELECT ?t WHERE { ?t rdfs:comment ?c }")}
+    assert {"supports", "contradicts", "qualifies", "amplifies", "Claim", "Relation", "status"} <= {
+        t.rsplit("#", 1)[-1] for t in defined}
+
+
+async def test_nanopublications_one_per_claim_with_their_four_graphs(stack, history):
+    agent, marks = history
+    for revision in (marks["first_verdict"], marks["claim_retired"]):
+        answer = await export(stack, agent.case_id, "nanopub-trig", revision)
+        assert answer.status_code == 200, answer.text
+        dataset = rdflib.Dataset()
+        dataset.parse(data=answer.text, format="trig")
+        expected = await ledger_at(stack, agent.case_id, revision)
+        found = list(dataset.query(PREFIXES + """
+            SELECT ?np ?claim ?src ?reviewer ?created WHERE {
+              GRAPH ?head { ?np a np:Nanopublication ; np:hasAssertion ?a ; np:hasProvenance ?p ;
+                            np:hasPublicationInfo ?i }
+              GRAPH ?a { ?claim tl:kind ?kind }
+              GRAPH ?p { ?a prov:wasDerivedFrom ?src ; tl:acceptedBy ?r . ?r rdfs:label ?reviewer }
+              GRAPH ?i { ?np <http://purl.org/dc/terms/created> ?created ; tl:revision ?rev }
+            }"""))
+        assert {local(np) for np, *_ in found} == set(expected["claims"])
+        assert {(local(c), local(s)) for _, c, s, _, _ in found} == expected["cited"]
+        assert {local(c): str(r) for _, c, _, r, _ in found} == expected["claims"]
+        linked = {(local(s), local(t)) for s, t in dataset.query(PREFIXES + """
+            SELECT ?s ?t WHERE { GRAPH ?a { ?s tl:supports|tl:contradicts|tl:qualifies|tl:amplifies ?t }
+                                 GRAPH ?h { ?np np:hasAssertion ?a } }""")}
+        assert linked == {(r.source_claim_id, r.target_claim_id) for r in expected["relation_rows"].values()}
+
+
+async def test_aif_nodes_and_edges_map_one_to_one_onto_claims_and_relations(stack, history):
+    agent, marks = history
+    for revision in (marks["first_verdict"], marks["claim_retired"]):
+        answer = await export(stack, agent.case_id, "aif-json", revision)
+        assert answer.status_code == 200, answer.text
+        aif = json.loads(answer.text)
+        expected = await ledger_at(stack, agent.case_id, revision)
+        assert set(aif) == {"nodes", "edges", "locutions", "participants"}
+        i_nodes = [n for n in aif["nodes"] if n["type"] == "I"]
+        s_nodes = {n["nodeID"]: n for n in aif["nodes"] if n["type"] in ("RA", "CA")}
+        assert sorted(n["nodeID"] for n in i_nodes) == sorted(expected["claims"])
+        assert len(aif["nodes"]) == len(i_nodes) + len(s_nodes)
+        rows = expected["relation_rows"]
+        assert len(s_nodes) == len(rows)
+        into = {e["toID"]: e["fromID"] for e in aif["edges"] if e["toID"] in s_nodes}
+        out_of = {e["fromID"]: e["toID"] for e in aif["edges"] if e["fromID"] in s_nodes}
+        assert len(aif["edges"]) == 2 * len(rows) == len(into) + len(out_of)
+        mapped = {}
+        for node_id, node in s_nodes.items():
+            mapped[node_id.split(":", 1)[1]] = (node["type"], into[node_id], out_of[node_id])
+        assert mapped == {r: ("CA" if row.type == "contradicts" else "RA", row.source_claim_id, row.target_claim_id)
+                          for r, row in rows.items()}
+    assert next(n for n in aif["nodes"] if n["nodeID"] == "c")["status"] == "retired"
+
+
+async def test_the_diff_names_what_changed_and_the_decisions_that_did_it(stack, history):
+    agent, marks = history
+    async with stack.api() as api:
+        diff = (await api.get(f"/api/v1/cases/{agent.case_id}/diff",
+                              params={"from": marks["first_verdict"], "to": marks["claim_retired"]})).json()
+    assert (diff["from"], diff["to"]) == (marks["first_verdict"], marks["claim_retired"])
+    assert {(a["record"], a["id"]) for a in diff["added"]} == {("claim", "v2"), ("relation", "b-v2")}
+    assert {(r["record"], r["id"], r["revision"]) for r in diff["retired"]} >= {
+        ("source", "s1", marks["source_retired"]), ("claim", "c", marks["claim_retired"]),
+        ("group", "g-ac", marks["claim_retired"]), ("relation", "c-b", marks["claim_retired"])}
+    assert [(s["id"], s["supersededBy"]) for s in diff["superseded"]] == [("v1", "v2")]
+    assert {(r["claimId"], r["health"], r["by"]) for r in diff["rerated"]} >= {
+        ("d", "unsupported", "reviewer"), ("v1", "weakened", "reviewer")}
+    assert [d["revision"] for d in diff["decisions"]] == list(range(marks["first_verdict"] + 1,
+                                                                    marks["claim_retired"] + 1))
+    assert {d["reviewer"] for d in diff["decisions"]} == {"reviewer"}
+    assert diff["decisions"][1]["decisionId"] and diff["decisions"][1]["proposalId"]  # the second verdict's
+    assert "g-ac" in diff["groups"]["ended"] and "b-v2" in diff["relations"]["added"]
+    assert diff["counts"]["decisions"] == 3 and diff["omitted"] == {}
+
+
+async def test_a_claims_timeline_tells_its_life_with_who_and_when(stack, history):
+    agent, marks = history
+    async with stack.api() as api:
+        c = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/c/timeline")).json()
+        d = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/d/timeline")).json()
+        missing = await api.get(f"/api/v1/cases/{agent.case_id}/claims/nowhere/timeline")
+    events = [(e["event"], e.get("relationId") or e.get("groupId")) for e in c["events"]]
+    assert events[:2] == [("staged", None), ("accepted", None)]
+    assert {("related", "c-b"), ("related", "b-c"), ("grouped", "g-ac"), ("retired", None),
+            ("relation_ended", "c-b"), ("group_ended", "g-ac")} <= set(events)
+    assert c["events"][0]["by"] == agent.name and c["events"][1]["by"] == "reviewer"
+    assert c["events"][-1]["revision"] == marks["claim_retired"] and c["status"] == "retired"
+    rerated = [e for e in d["events"] if e["event"] == "rerated"]
+    assert [(e["health"], e["revision"], e["by"]) for e in rerated] == [("unsupported", marks["source_retired"],
+                                                                         "reviewer")]
+    assert missing.status_code == 404 and missing.json()["error"]["field"] == "claimId"
+
+
+async def test_the_case_reads_back_as_of_a_revision_over_the_api(stack, history):
+    agent, marks = history
+    async with stack.api() as api:
+        then = (await api.get(f"/api/v1/cases/{agent.case_id}/ledger", params={"asOf": marks["first_verdict"]})).json()
+        graph = (await api.get(f"/api/v1/cases/{agent.case_id}/graph", params={"asOf": marks["first_verdict"]})).json()
+    assert then["asOf"] == then["revision"] == marks["first_verdict"] and then["verdict"]["claimId"] == "v1"
+    assert "pendingProposals" not in then and {g["groupId"] for g in then["groups"]} == {"g-ac"}
+    assert graph["revision"] == marks["first_verdict"]
+    assert {n["id"]: n["status"] for n in graph["nodes"] if n["kind"] == "source"}["s1"] == "active"
+
+
+@pytest.mark.parametrize("path,params,field", [
+    ("ledger", {"asOf": 999}, "asOf"), ("graph", {"asOf": -1}, "asOf"), ("ledger", {"asOf": "x"}, "asOf"),
+    ("diff", {"from": 5, "to": 2}, "from"), ("diff", {"from": 0, "to": 999}, "to"), ("diff", {}, "from"),
+    ("export", {"format": "rdf-xml"}, "format"), ("export", {"format": "aif-json", "asOf": 999}, "asOf"),
+    ("export", {}, "format"),
+])
+async def test_bad_revisions_and_formats_are_refused_naming_the_parameter(stack, history, path, params, field):
+    agent, _ = history
+    async with stack.api() as api:
+        answer = await api.get(f"/api/v1/cases/{agent.case_id}/{path}", params=params)
+    assert 400 <= answer.status_code < 500, answer.text
+    error = answer.json()["error"]
+    assert error["field"] == field or any(p["field"] == field for p in error.get("problems", [])), error
+    assert error.get("hint")
+
+
+async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_path):
+    agent, marks = history
+    written = tmp_path / "case.ttl"
+    done = await asyncio.to_thread(subprocess.run, [
+        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "prov-turtle",
+        "--as-of", str(marks["source_retired"]), "-o", str(written), "--url", stack.http_url,
+        "--token", stack.tokens["reviewer"]], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr + done.stdout
+    served = await export(stack, agent.case_id, "prov-turtle", marks["source_retired"])
+    assert rdflib.Graph().parse(str(written), format="turtle").isomorphic(
+        rdflib.Graph().parse(data=served.text, format="turtle"))
+    refused = await asyncio.to_thread(subprocess.run, [
+        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "aif-json",
+        "--as-of", "999", "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "asOf" in refused.stdout
+
+
+@pytest.mark.parametrize("fmt", ["prov-turtle", "prov-jsonld", "nanopub-trig", "aif-json"])
+async def test_the_documented_reader_reads_each_export_as_the_ledger_has_it(stack, history, fmt, tmp_path):
+    agent, marks = history
+    revision = marks["second_verdict"]
+    written = tmp_path / f"case.{fmt}"
+    written.write_bytes((await export(stack, agent.case_id, fmt, revision)).content)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, str(EXAMPLE), str(written), fmt],
+                                   capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    expected = await ledger_at(stack, agent.case_id, revision)
+    assert read["claims"] == len(expected["claims"]) and read["relations"] == len(expected["relations"])
+    if fmt == "aif-json":
+        assert read["edges"] == 2 * len(expected["relations"])
+        assert read["conflicts"] == sorted(f"CA:{r}" for r, row in expected["relation_rows"].items()
+                                           if row.type == "contradicts")
+        return
+    assert {c: (v["reviewer"], set(v["sources"])) for c, v in read["claimsRead"].items()} == {
+        c: (reviewer, {s for claim, s in expected["cited"] if claim == c}) for c, reviewer in expected["claims"].items()}
+    if fmt != "nanopub-trig":
+        assert read["sources"] == len(expected["sources"])

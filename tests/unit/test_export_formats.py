@@ -1,0 +1,99 @@
+"""The export writers over pages of records in memory: whatever an agent wrote (quotes, line breaks, markup,
+controls, any script) reads back from each format exactly as written, by rdflib or a JSON parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import rdflib
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.gateway.exports import FORMATS, chunks, rdf
+from services.gateway.exports.records import Iris, LedgerPages
+from shared.contracts import Actor
+
+WHEN = "2026-12-01T10:00:00+00:00"
+PROVENANCE = {"proposal_id": "0b9c1f7e-0000-4000-8000-000000000001", "staged_by": "agent 7 \"scout\"",
+              "staged_at": WHEN, "decision_id": "0b9c1f7e-0000-4000-8000-000000000002", "decided_by": "rita <r>",
+              "decided_at": WHEN, "revision": 2, "status": "active", "ended_by": None, "ended_at": None,
+              "ended_revision": None, "superseded_by": None}
+
+
+def ledger(text: str) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "case": [{"case_id": "c1", "title": text, "question": "Why?", "revision": 3, "created_by": "admin",
+                  "created_at": WHEN}],
+        "revisions": [{"revision": r, "decision_id": None, "actor": "rita <r>", "at": WHEN, "summary": text,
+                       "proposal_id": None} for r in (1, 2, 3)],
+        "sources": [{"source_id": "s1", "publisher": text, "title": text, "url": "https://example.org/a b",
+                     "publication_date": "2024", "snapshot_date": "2026", "type": "primary", "authority": text,
+                     **PROVENANCE, "revision": 1}],
+        "claims": [{"claim_id": "a", "text": text, "kind": "observation", "confidence": "supported",
+                    "transformation_note": text, "source_ids": ["s1"], "health": None, **PROVENANCE},
+                   {"claim_id": "b", "text": "Other.", "kind": "verdict", "confidence": "supported",
+                    "transformation_note": "n", "source_ids": ["s1"], "health": "weakened", **PROVENANCE,
+                    "status": "retired", "ended_by": "rita <r>", "ended_at": WHEN, "ended_revision": 3}],
+        "relations": [{"relation_id": "a-b", "source_claim_id": "a", "target_claim_id": "b", "type": "contradicts",
+                       "rationale": text, "verdict_basis": True, **PROVENANCE}],
+        "groups": [{"group_id": "g", "label": text, "confidence": "high", "rationale": text, "members": ["a", "b"],
+                    **PROVENANCE}],
+    }
+
+
+async def exported(fmt: str, text: str) -> str:
+    parts = ledger(text)
+    parts["outgoing"] = parts["relations"]
+
+    async def fetch(page: Any) -> dict[str, Any]:
+        return {"asOf": 3, "records": orjson.dumps(parts[page.part]).decode(), "next": None}
+
+    pages = await LedgerPages(fetch, Actor(name="t", role="reviewer"), "c1", None).open()
+    return b"".join([data async for data in chunks(FORMATS[fmt].write(pages, Iris("http://127.0.0.1:8700")))]).decode()
+
+
+HOSTILE = ['She said "no" \\ then\nleft.\r\t', "<script>alert(1)</script> {x} | ^ ` >", "\x01\x1f", "ünï 中文 🙂",
+           "\"\"\"'''", "@prefix x: <y> ."]
+
+
+@pytest.mark.parametrize("fmt,parse_as", [("prov-turtle", "turtle"), ("prov-jsonld", "json-ld")])
+@pytest.mark.parametrize("text", HOSTILE)
+async def test_prov_reads_back_every_text_as_written(fmt, parse_as, text):
+    graph = rdflib.Graph().parse(data=await exported(fmt, text), format=parse_as)
+    claim = rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/claims/a")
+    assert str(graph.value(claim, rdflib.URIRef("urn:threadline:vocab#text"))) == text
+    agents = set(graph.subjects(rdflib.RDF.type, rdflib.URIRef("http://www.w3.org/ns/prov#SoftwareAgent")))
+    assert [str(graph.value(a, rdflib.RDFS.label)) for a in agents] == ['agent 7 "scout"']
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+async def test_nanopublications_and_aif_read_back_every_text_as_written(text):
+    dataset = rdflib.Dataset()
+    dataset.parse(data=await exported("nanopub-trig", text), format="trig")
+    texts = {str(o) for _, _, o, _ in dataset.quads((None, rdflib.URIRef("urn:threadline:vocab#text"), None, None))}
+    assert texts == {text, "Other."}
+    aif = json.loads(await exported("aif-json", text))
+    assert {n["nodeID"]: n["text"] for n in aif["nodes"] if n["type"] == "I"} == {"a": text, "b": "Other."}
+    assert [(e["fromID"], e["toID"]) for e in aif["edges"]] == [("a", "CA:a-b"), ("CA:a-b", "b")]
+
+
+@settings(max_examples=30, deadline=None)
+@given(text=st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=60))
+async def test_any_text_survives_turtle(text):
+    graph = rdflib.Graph().parse(data=await exported("prov-turtle", text), format="turtle")
+    assert str(graph.value(rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/claims/a"),
+                           rdflib.URIRef("urn:threadline:vocab#text"))) == text
+
+
+def test_the_readmes_turtle_excerpt_is_turtle_in_the_exports_vocabulary():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    excerpt = readme.split("```turtle\n", 1)[1].split("```", 1)[0]
+    graph = rdflib.Graph().parse(data=rdf.prefixes() + excerpt, format="turtle")
+    claim = rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/claims/a")
+    assert (claim, rdflib.RDF.type, rdflib.URIRef("http://www.w3.org/ns/prov#Entity")) in graph
+    assert {str(p).rsplit("#", 1)[-1] for p in graph.predicates(claim)} <= {
+        "type", "text", "kind", "confidence", "wasDerivedFrom", "status", "wasGeneratedBy", "wasAttributedTo"}
