@@ -8,6 +8,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Identity,
@@ -224,6 +225,25 @@ proposal_items = Table(  # writer: staging — immutable once stored
     Column("position", Integer, nullable=False),
     Column("payload", JSONB, nullable=False),
     PrimaryKeyConstraint("proposal_id", "item_id"),
+)
+
+possible_duplicates = Table(  # writer: staging — flagged in the stage transaction, immutable once stored
+    # A staged claim whose normalised text resembles a canonical or pending claim of its case, or a staged
+    # source whose normalised URL is a canonical source's: shown beside the item, never a refusal.
+    "possible_duplicates",
+    metadata,
+    Column("proposal_id", UUID(as_uuid=False), nullable=False),
+    Column("item_id", Text, nullable=False),
+    Column("rank", Integer, nullable=False),  # 0 = the most similar
+    Column("of_kind", Text, nullable=False),  # claim | source
+    Column("of_id", Text, nullable=False),
+    Column("of_status", Text, nullable=False),  # canonical | pending
+    Column("of_proposal_id", UUID(as_uuid=False)),  # the pending record's proposal
+    Column("similarity", Float, nullable=False),  # 0..1: trigram similarity of normalised text; 1 for the same URL
+    PrimaryKeyConstraint("proposal_id", "item_id", "of_kind", "of_id"),
+    ForeignKeyConstraint(["proposal_id", "item_id"], ["proposal_items.proposal_id", "proposal_items.item_id"]),
+    CheckConstraint("of_kind IN ('claim', 'source')", name="of_kind_known"),
+    CheckConstraint("of_status IN ('canonical', 'pending')", name="of_status_known"),
 )
 
 decisions = Table(  # writer: review
