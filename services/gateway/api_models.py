@@ -112,6 +112,7 @@ class ProposalView(View):
 class ProposalList(View):
     case_id: str
     proposals: list[ProposalView]
+    next_cursor: str | None = Field(None, description="Reads the next page of the same query; null on the last.")
 
 
 class DecisionView(View):
