@@ -245,6 +245,13 @@ class SqlViews:
             .offset(offset).limit(limit))
         return [_item(r) for r in rows]
 
+    async def unresolved_by_type(self, case_id: str) -> dict[str, int]:
+        """The case's unresolved items counted by type, the most frequent first."""
+        rows = await self.connection.execute(
+            select(view_unresolved.c.type, func.count()).where(view_unresolved.c.case_id == case_id)
+            .group_by(view_unresolved.c.type).order_by(func.count().desc(), view_unresolved.c.type))
+        return {kind: count for kind, count in rows.all()}
+
     async def unsupported(self, case_id: str, limit: int) -> list[str]:
         """The first claims left unsupported, in the ledger's order."""
         rows = await self.connection.execute(
