@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import and_, exists, func, literal_column, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from services.review.domain import StoredProposal
 from shared.db.queries import items_with_outcomes, still_open
 from shared.db.tables import (
     claims,
@@ -64,8 +63,8 @@ class SqlQueue:
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
 
-    async def page(self, wanted: QueueQuery) -> list[StoredProposal]:
-        """One page of the case's proposals (one more than `limit`, to say whether another page follows)."""
+    async def page(self, wanted: QueueQuery) -> list[Any]:
+        """One page of the case's proposals' rows (one more than `limit`, to say whether another page follows)."""
         query = select(proposals).where(proposals.c.case_id == wanted.case_id)
         if wanted.status == "pending":
             query = query.where(still_open())
@@ -87,10 +86,7 @@ class SqlQueue:
             earlier = or_(key[0] < at, and_(key[0] == at, key[1] < proposal_id))
             query = query.where(earlier if wanted.newest_first else later)
         order = [k.desc() for k in key] if wanted.newest_first else list(key)
-        rows = (await self.connection.execute(query.order_by(*order).limit(wanted.limit + 1))).all()
-        from services.review.repository import _with_items  # the review repository binds this one: no cycle
-
-        return await _with_items(self.connection, rows)
+        return list((await self.connection.execute(query.order_by(*order).limit(wanted.limit + 1))).all())
 
     async def possible_duplicates(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Per (proposal, item), what staging flagged it as resembling, the most similar first."""

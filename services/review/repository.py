@@ -159,6 +159,10 @@ class SqlProposals:
         found = await _with_items(self.connection, rows)
         return found[0] if found else None
 
+    async def with_items(self, rows: Sequence[Any]) -> list[StoredProposal]:
+        """The proposals of `rows` (of the proposals table), each with its items and their outcomes."""
+        return await _with_items(self.connection, rows)
+
     async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
         """The case's pending proposals oldest first (`pending`), or all of them newest first."""
         query = select(proposals).where(proposals.c.case_id == case_id)
