@@ -3,11 +3,14 @@ the agent's guidance naming X, and guidance that keeps reviewers' notes in reach
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from sqlalchemy import insert
 
 from shared.db.tables import possible_duplicates
+from tests.e2e.test_review_cli import threadline
 from tests.factories import Agent, agent_session, claim_item, decide, relation_item, seed, source_item, unique
 
 
@@ -208,3 +211,34 @@ async def test_reviewer_notes_stay_on_the_first_guidance_page_however_many_gaps(
         assert len(summary["first"]) == 5 and summary["inspect"]["tool"] == "inspect_claims"
         assert guidance["total"] == len(guidance["items"]) and guidance["nextCursor"] is None
         assert guidance["omitted"] == 0
+
+
+async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=1)
+        canonical = ids["claims"][0]
+        staged = [await agent.stage("stage_claims", claims=[claim_item(f"cli-{i}", ids["sources"],
+                                                                       text=f"Rainfall rose {i}.")])
+                  for i in range(3)]
+        await _flag(stack, staged[1]["proposalId"], "cli-1", canonical)
+
+        def cli(*args: str):
+            return threadline(*args, stack=stack)
+
+        first = await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--kind", "claims", "--sort", "newest")
+        assert first.returncode == 0, first.stderr + first.stdout
+        listed = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--text", "rainfall 2.",
+                                                     "--json")).stdout)
+        assert _ids(listed) == [staged[2]["proposalId"]]
+        flagged = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--duplicates",
+                                                      "--json")).stdout)
+        assert _ids(flagged) == [staged[1]["proposalId"]]
+        shown = await asyncio.to_thread(cli, "show", staged[1]["proposalId"])
+        assert f"possible duplicate of canonical claim {canonical}" in shown.stdout
+        refused = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", "nothing")
+        assert refused.returncode == 1 and "'nothing' is neither canonical nor pending" in refused.stdout, refused.stdout
+        done = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", canonical,
+                                       "--note", "Cite it instead.")
+        assert done.returncode == 0 and f"as a duplicate of {canonical}" in done.stdout, done.stdout + done.stderr
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
+        assert f"claim cli-1 duplicates the canonical claim {canonical}" in guidance[0]["note"]
