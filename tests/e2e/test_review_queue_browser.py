@@ -101,4 +101,16 @@ async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack,
         await page.keyboard.press("Control+Enter")
         await page.wait_for_load_state()
         assert "say which record 'echo' duplicates" in await page.locator("#problem").inner_text()
+
+        # A queue longer than a page: 25 a page, the next page by its cursor, the filters kept.
+        bulk = [(await agent.stage("stage_sources", sources=[source_item(f"bulk-{i}")]))["proposalId"]
+                for i in range(26)]
+        await page.goto(f"{stack.http_url}/ui/cases/{agent.case_id}?kind=sources&q=bulk")
+        assert await _rows(page) == bulk[:25]
+        await page.click("#queue-next")
+        assert await _rows(page) == bulk[25:]
+        assert "kind=sources" in page.url and "cursor=" in page.url
+        assert await page.locator("#queue-next").count() == 0
+        await page.click("text=First page")
+        assert await _rows(page) == bulk[:25]
         await page.close()
