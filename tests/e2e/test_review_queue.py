@@ -79,7 +79,8 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         assert _ids(await _queue(stack, case, kind="claims")) == [wind["proposalId"]]
         for bad, field in (({"kind": "bogus"}, "kind"), ({"sort": "sideways"}, "sort"), ({"q": ""}, "q"),
                            ({"q": "x" * 201}, "q"), ({"agent": ""}, "agent"),
-                           ({"q": " ".join(f"w{i}" for i in range(9))}, "q")):
+                           ({"q": " ".join(f"w{i}" for i in range(9))}, "q"), ({"q": "a\x00b"}, "q"),
+                           ({"agent": "x\x00"}, "agent"), ({"cursor": "\x00"}, "cursor"), ({"limit": "0"}, "limit")):
             error = (await _queue(stack, case, 422, **bad))["error"]
             assert error["field"] == field, error
 
