@@ -41,7 +41,7 @@ async def pending_queue(request: Request, actor: c.Actor, case_id: str,
     except (ThreadlineError, pydantic.ValidationError) as error:
         context["problem"] = invalid_argument(error.errors()) if isinstance(error, pydantic.ValidationError) else error
         return context
-    context["proposals"] = listed["proposals"]
+    context["proposals"], context["total"] = listed["proposals"], listed["total"]
     if listed.get("nextCursor"):
         context["next"] = _link(case_id, {**filters, "cursor": listed["nextCursor"]})
     return context

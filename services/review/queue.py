@@ -67,9 +67,9 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
     newest_first = cmd.sort == "newest" if cmd.sort else cmd.status != "pending"
     fingerprint = _fingerprint(cmd, words, newest_first)
     after = decode_cursor(cmd.cursor, fingerprint) if cmd.cursor else None
-    page = await uow.proposals.with_items(await uow.queue.page(QueueQuery(
-        case_id=cmd.case_id, status=cmd.status, limit=cmd.limit, newest_first=newest_first, kind=cmd.kind,
-        agent=cmd.agent, words=words, duplicates=cmd.duplicates, after=after)))
+    wanted = QueueQuery(case_id=cmd.case_id, status=cmd.status, limit=cmd.limit, newest_first=newest_first,
+                        kind=cmd.kind, agent=cmd.agent, words=words, duplicates=cmd.duplicates, after=after)
+    page = await uow.proposals.with_items(await uow.queue.page(wanted))
     more, page = len(page) > cmd.limit, page[: cmd.limit]
     decided = await uow.proposals.decisions_of([p.proposal_id for p in page])
     flagged = await uow.queue.possible_duplicates([p.proposal_id for p in page])
@@ -80,6 +80,7 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
         "sort": "newest" if newest_first else "oldest",
         "proposals": [with_possible_duplicates(views.proposal_view(p, decisions=decided.get(p.proposal_id, [])),
                                                flagged) for p in page],
+        "total": await uow.queue.count(wanted),  # on every page: how many the filters match in all
         "nextCursor": encode_cursor(page[-1], fingerprint) if more else None,
     }
 

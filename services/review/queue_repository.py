@@ -59,26 +59,32 @@ def _mentions(word: str) -> Any:
         or_(proposal_items.c.item_id.ilike(pattern, escape="\\"), in_text)).correlate(proposals))
 
 
+def _filtered(query: Any, wanted: QueueQuery) -> Any:
+    """`query` (of proposals) narrowed to the case, the status and every filter asked."""
+    query = query.where(proposals.c.case_id == wanted.case_id)
+    if wanted.status == "pending":
+        query = query.where(still_open())
+    elif wanted.status in DECIDED:
+        query = query.where(exists().where(closed_proposals.c.proposal_id == proposals.c.proposal_id,
+                                           closed_proposals.c.status.in_(DECIDED[wanted.status])))
+    if wanted.kind is not None:
+        query = query.where(proposals.c.kind == wanted.kind)
+    if wanted.agent is not None:
+        query = query.where(proposals.c.agent_name == wanted.agent)
+    for word in wanted.words:
+        query = query.where(_mentions(word))
+    if wanted.duplicates:
+        query = query.where(exists().where(possible_duplicates.c.proposal_id == proposals.c.proposal_id))
+    return query
+
+
 class SqlQueue:
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
 
     async def page(self, wanted: QueueQuery) -> list[Any]:
         """One page of the case's proposals' rows (one more than `limit`, to say whether another page follows)."""
-        query = select(proposals).where(proposals.c.case_id == wanted.case_id)
-        if wanted.status == "pending":
-            query = query.where(still_open())
-        elif wanted.status in DECIDED:
-            query = query.where(exists().where(closed_proposals.c.proposal_id == proposals.c.proposal_id,
-                                               closed_proposals.c.status.in_(DECIDED[wanted.status])))
-        if wanted.kind is not None:
-            query = query.where(proposals.c.kind == wanted.kind)
-        if wanted.agent is not None:
-            query = query.where(proposals.c.agent_name == wanted.agent)
-        for word in wanted.words:
-            query = query.where(_mentions(word))
-        if wanted.duplicates:
-            query = query.where(exists().where(possible_duplicates.c.proposal_id == proposals.c.proposal_id))
+        query = _filtered(select(proposals), wanted)
         key = (proposals.c.created_at, proposals.c.proposal_id)
         if wanted.after is not None:
             at, proposal_id = wanted.after
@@ -87,6 +93,10 @@ class SqlQueue:
             query = query.where(earlier if wanted.newest_first else later)
         order = [k.desc() for k in key] if wanted.newest_first else list(key)
         return list((await self.connection.execute(query.order_by(*order).limit(wanted.limit + 1))).all())
+
+    async def count(self, wanted: QueueQuery) -> int:
+        """How many proposals the query's filters match, on every page."""
+        return (await self.connection.execute(_filtered(select(func.count()).select_from(proposals), wanted))).scalar_one()
 
     async def possible_duplicates(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """Per (proposal, item), what staging flagged it as resembling, the most similar first."""

@@ -53,6 +53,9 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         assert _ids(await _queue(stack, case)) == [sources["proposalId"], heat["proposalId"], wind["proposalId"]]
         assert _ids(await _queue(stack, case, kind="claims")) == [heat["proposalId"], wind["proposalId"]]
         assert _ids(await _queue(stack, case, kind="sources")) == [sources["proposalId"]]
+        claims_only = await _queue(stack, case, kind="claims", limit=1)
+        assert claims_only["total"] == 2 and len(claims_only["proposals"]) == 1 and claims_only["nextCursor"]
+        assert (await _queue(stack, case, kind="claims", limit=1, cursor=claims_only["nextCursor"]))["total"] == 2
         assert _ids(await _queue(stack, case, agent=name)) == [wind["proposalId"]]
         assert _ids(await _queue(stack, case, agent=name, kind="sources")) == []
         # Words of the items' text, case-blind, each of them; SQL wildcards are taken literally.

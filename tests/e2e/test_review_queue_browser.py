@@ -40,6 +40,7 @@ async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack,
         await page.click("form.queue-filters button[type=submit]")
         assert await _rows(page) == [heat["proposalId"]]
         assert "q=heat+pumps" in page.url
+        assert await page.locator("#queue-total").inner_text() == "1 of them match these filters"
         await page.fill("form.queue-filters input[name=q]", "")
         await page.select_option("form.queue-filters select[name=kind]", "sources")
         await page.click("form.queue-filters button[type=submit]")
