@@ -213,6 +213,10 @@ async def test_reviewer_notes_stay_on_the_first_guidance_page_however_many_gaps(
         assert summary["type"] == "gaps" and summary["total"] == unresolved["total"]
         assert sum(summary["byKind"].values()) == unresolved["total"]
         assert len(summary["first"]) == 5 and summary["inspect"]["tool"] == "inspect_claims"
+        assert summary["inspect"]["arguments"]["claimIds"] == [g["claimId"] for g in summary["first"] if "claimId" in g]
+        listed = {kind: ids for kind, ids in summary["claimsByKind"].items()}
+        assert listed and all(0 < len(ids) <= 5 and set(ids) <= set(claim_ids) for ids in listed.values())
+        assert all(len(ids) == min(5, summary["byKind"][kind]) for kind, ids in listed.items())
         assert guidance["total"] == len(guidance["items"]) and guidance["nextCursor"] is None
         assert guidance["omitted"] == 0
 
