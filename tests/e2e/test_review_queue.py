@@ -25,13 +25,14 @@ def _ids(listed: dict[str, Any]) -> list[str]:
     return [p["proposalId"] for p in listed["proposals"]]
 
 
-async def _flag(stack: Any, proposal_id: str, item_id: str, of_id: str, of_status: str = "canonical") -> None:
+async def _flag(stack: Any, proposal_id: str, item_id: str, of_id: str, of_status: str = "canonical",
+                of_proposal: str | None = None) -> None:
     """A possible duplicate as staging records it (the search helper's staging fills these rows; until it is
     merged, the test records them itself, as staging would, in the table staging writes)."""
     async with stack.db.engine.begin() as connection:
         await connection.execute(insert(possible_duplicates).values(
             proposal_id=proposal_id, item_id=item_id, rank=0, of_kind="claim", of_id=of_id, of_status=of_status,
-            similarity=0.91))
+            of_proposal_id=of_proposal, similarity=0.91))
 
 
 async def _second_agent(stack: Any, case_id: str):
@@ -68,11 +69,12 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         assert _ids(await _queue(stack, case, q="'&|!:*()")) == []
         # Possible duplicates: only proposals staging flagged, each item carrying what it resembles.
         assert _ids(await _queue(stack, case, duplicates="true")) == []
-        await _flag(stack, wind["proposalId"], "wind", "heat", "pending")
+        await _flag(stack, wind["proposalId"], "wind", "heat", "pending", heat["proposalId"])
         flagged = await _queue(stack, case, duplicates="true")
         assert _ids(flagged) == [wind["proposalId"]]
         assert flagged["proposals"][0]["items"][0]["possibleDuplicates"][0] == {
-            "kind": "claim", "id": "heat", "status": "pending", "proposalId": None, "similarity": 0.91}
+            "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"], "similarity": 0.91,
+            "text": "Heat pumps cut emissions."}
         async with stack.api("reviewer") as api:
             shown = (await api.get(f"/api/v1/proposals/{wind['proposalId']}")).json()
         assert shown["items"][0]["possibleDuplicates"][0]["id"] == "heat"

@@ -4,12 +4,14 @@ rejection prefilled from what staging flagged, which the agent then reads in its
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from sqlalchemy import insert
 
 from shared.db.tables import possible_duplicates
 from tests.e2e.test_argument_map_browser import reviewer_page
-from tests.e2e.test_review_ui import browser  # noqa: F401 - the module's Chromium fixture
+from tests.e2e.test_review_ui import DOCS, browser  # noqa: F401 - the module's Chromium fixture
 from tests.factories import agent_session, claim_item, seed, source_item
 
 pytestmark = pytest.mark.browser
@@ -19,7 +21,7 @@ async def _rows(page) -> list[str]:
     return await page.locator("#queue-list tbody tr").evaluate_all("rows => rows.map(r => r.dataset.proposal)")
 
 
-async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack, browser):  # noqa: F811
+async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack, browser, tmp_path):  # noqa: F811
     async with agent_session(stack) as agent:
         ids = await seed(agent, sources=1, claims=1)
         canonical, source = ids["claims"][0], ids["sources"][0]
@@ -40,7 +42,10 @@ async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack,
         await page.click("form.queue-filters button[type=submit]")
         assert await _rows(page) == [heat["proposalId"]]
         assert "q=heat+pumps" in page.url
-        assert await page.locator("#queue-total").inner_text() == "1 of them match these filters"
+        assert await page.locator("#queue-total").inner_text() == "1 matches these filters"
+        # THREADLINE_DOCS_SCREENSHOTS=1 refreshes the README's screenshots; other runs keep theirs private.
+        shots = DOCS if os.environ.get("THREADLINE_DOCS_SCREENSHOTS") else tmp_path
+        await page.locator("#queue").screenshot(path=str(shots / "review-queue.png"))
         await page.fill("form.queue-filters input[name=q]", "")
         await page.select_option("form.queue-filters select[name=kind]", "sources")
         await page.click("form.queue-filters button[type=submit]")
@@ -79,8 +84,10 @@ async def test_a_reviewer_filters_the_queue_and_decides_from_the_keyboard(stack,
 
         # A duplicate of the record staging flagged: the box is prefilled, `d` chooses it.
         await page.goto(f"{stack.http_url}/ui/proposals/{wind['proposalId']}")
-        assert canonical in await page.locator("#duplicates-wind").inner_text()
+        beside = await page.locator("#duplicates-wind").inner_text()
+        assert canonical in beside and f"Claim {canonical} holds." in beside  # what the record says, beside it
         assert await page.input_value("input[name='of:wind']") == canonical
+        await page.screenshot(path=str(shots / "review-duplicate.png"), full_page=True)
         await page.keyboard.press("d")
         assert await page.is_checked("input[name='item:wind'][value=duplicate]")
         await page.keyboard.press("Control+Enter")
