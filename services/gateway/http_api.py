@@ -238,6 +238,9 @@ async def get_proposal(proposal_id: str, request: Request, principal: Principal 
 async def decide(
     proposal_id: str, body: DecisionBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
+    """Accept and reject items of a proposal, one revision for whatever it accepts. `duplicates: [{itemId, of}]`
+    rejects each item as a duplicate of the canonical or pending claim or source `of`, in a note naming it that
+    the agent reads in its guidance. A repeat of the same request returns the decision it recorded."""
     return await call(
         request, Command.DECIDE, c.Decide(actor=principal.actor(), proposal_id=proposal_id, **body.model_dump())
     )
