@@ -283,11 +283,21 @@ class RetireRecords(Contract):
     expected_revision: Revision | None = None
 
 
+ProposalKind = Literal["sources", "claims", "relations", "merge", "verdict"]
+
+
 class ListProposals(Contract):
     actor: Actor
     case_id: Slug
     status: Literal["pending", "accepted", "rejected", "decided", "all"] = "pending"
     limit: Annotated[int, Field(ge=1, le=500)] = 100
+    # The reviewers' queue at scale (services/review/queue.py): filters, an order by age, a keyset cursor.
+    kind: ProposalKind | None = None
+    agent: bounded_text(100) | None = None
+    q: bounded_text(200) | None = None
+    duplicates: bool = False
+    sort: Literal["oldest", "newest"] | None = None
+    cursor: bounded_text(200) | None = None
 
 
 class ProposalRef(Contract):
@@ -295,11 +305,19 @@ class ProposalRef(Contract):
     proposal_id: str
 
 
+class DuplicateOf(Contract):
+    """An item rejected as a duplicate of the record `of`: a canonical or pending claim or source of the case."""
+
+    item_id: bounded_text(200)
+    of: bounded_text(200)
+
+
 class Decide(Contract):
     actor: Actor
     proposal_id: str
     accept: Annotated[list[str], Field(max_length=50)] = []
     reject: Annotated[list[str], Field(max_length=50)] = []
+    duplicates: Annotated[list[DuplicateOf], Field(max_length=50)] = []
     note: bounded_text(2000, min_length=0) | None = None
     # Every decision names the revision its reviewer saw: a decision on a stale view is refused.
     expected_revision: Revision

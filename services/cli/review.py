@@ -70,9 +70,15 @@ class Api:
 def list_(
     case: Annotated[str | None, typer.Option("--case", help="A case id; without it, list cases.")] = None,
     status: Annotated[str, typer.Option(help="pending | accepted | rejected | decided | all")] = "pending",
+    kind: Annotated[str | None, typer.Option(help="sources | claims | relations | merge | verdict")] = None,
+    agent: Annotated[str | None, typer.Option(help="Only this agent's proposals.")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Words that must appear in the items.")] = None,
+    duplicates: Annotated[bool, typer.Option("--duplicates", help="Only proposals with a possible duplicate.")] = False,
+    sort: Annotated[str | None, typer.Option(help="oldest | newest (by when staged)")] = None,
+    cursor: Annotated[str | None, typer.Option(help="The next page: the cursor the previous page printed.")] = None,
     url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False,
 ) -> None:
-    """List cases with pending counts, or one case's proposals."""
+    """List cases with pending counts, or one case's proposals (filtered, ordered, a page at a time)."""
     api = Api(url, token, data_dir)
     if case is None:
         cases = api("GET", "/cases")
@@ -82,7 +88,10 @@ def list_(
         for c in cases["cases"]:
             table.add_row(c["caseId"], c["title"], str(c["revision"]), str(c["pendingProposals"]))
         return console.print(table)
-    listed = api("GET", f"/cases/{case}/proposals", params={"status": status})
+    asked = {"kind": kind, "agent": agent, "q": text, "duplicates": "true" if duplicates else None, "sort": sort,
+             "cursor": cursor}
+    listed = api("GET", f"/cases/{case}/proposals",
+                 params={"status": status, **{k: v for k, v in asked.items() if v is not None}})
     if as_json:
         return typer.echo(json.dumps(listed, indent=2))
     table = Table()
@@ -91,8 +100,12 @@ def list_(
         table.add_column(name)
     for p in listed["proposals"]:
         table.add_row(p["proposalId"], p["kind"], p["status"], p["provenance"]["agent"],
-                      when(p["provenance"]["stagedAt"]), ", ".join(f"{i['itemId']} ({i['status']})" for i in p["items"]))
+                      when(p["provenance"]["stagedAt"]),
+                      ", ".join(f"{i['itemId']} ({i['status']}{', possible duplicate' if i.get('possibleDuplicates') else ''})"
+                                for i in p["items"]))
     console.print(table)
+    if listed.get("nextCursor"):
+        console.print(f"more: --cursor {listed['nextCursor']}", markup=False, highlight=False)
 
 
 @app.command()
@@ -108,6 +121,9 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
     for item in shown["items"]:
         console.print(f"\n{item['itemId']} ({item['status']})", style="bold")
         console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
+        for similar in item.get("possibleDuplicates", []):
+            console.print(f"possible duplicate of {similar['status']} {similar['kind']} {similar['id']} "
+                          f"(similarity {similar['similarity']:.2f})", style="yellow", markup=False)
         preview = item.get("wouldChange")
         if preview:
             console.print(f"accepting would: {json.dumps(preview['change'], ensure_ascii=False)}")
@@ -175,6 +191,27 @@ def reject(proposal: str, note: RejectionNote, items: Items = None, expected_rev
     if not note.strip():
         raise typer.BadParameter("say why the items are rejected; the agent reads it", param_hint="--note")
     _decide("reject", proposal, items or [], note, expected_revision, url, token, data_dir, as_json)
+
+
+@app.command()
+def duplicate(proposal: str, item: Annotated[str, typer.Argument(help="The item that restates a record.")],
+              of: Annotated[str, typer.Option("--of", help="The canonical or pending claim or source it duplicates.")],
+              note: Note = None, expected_revision: Expected = None, url: Url = None, token: Token = None,
+              data_dir: DataDir = None, as_json: AsJson = False) -> None:
+    """Reject an item as a duplicate of a record of the case; the agent's guidance names that record."""
+    api = Api(url, token, data_dir)
+    shown = api("GET", f"/proposals/{proposal}")
+    body = {"duplicates": [{"itemId": item, "of": of}], "note": note,
+            "expectedRevision": expected_revision if expected_revision is not None else shown["caseRevision"]}
+    outcome = api("POST", f"/proposals/{shown['proposalId']}/decisions", json=body)
+    if as_json:
+        return typer.echo(json.dumps(outcome, indent=2))
+    for refused in outcome["refused"]:
+        console.print(f"refused {refused['itemId']}: {refused['reason']}", style="red", markup=False)
+    if outcome["refused"]:
+        raise typer.Exit(1)
+    console.print(f"rejected {item} as a duplicate of {of}; the case stays at revision {outcome['revision']}",
+                  markup=False)
 
 
 # --- thesis deltas ----------------------------------------------------------------------------------

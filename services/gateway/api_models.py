@@ -112,6 +112,8 @@ class ProposalView(View):
 class ProposalList(View):
     case_id: str
     proposals: list[ProposalView]
+    total: int | None = Field(None, description="How many proposals the filters match, on every page.")
+    next_cursor: str | None = Field(None, description="Reads the next page of the same query; null on the last.")
 
 
 class DecisionView(View):

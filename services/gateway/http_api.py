@@ -85,6 +85,8 @@ class ActiveCaseBody(RequestBody):
 class DecisionBody(RequestBody):
     accept: c.bounded_list(str, 50) = []
     reject: c.bounded_list(str, 50) = []
+    # Each item rejected as a duplicate of the record `of` (a canonical or pending claim or source of the case).
+    duplicates: c.bounded_list(c.DuplicateOf, 50) = []
     note: c.bounded_text(2000, min_length=0) | None = None
     # The case revision the reviewer saw: a decision on a view the ledger has moved past is refused.
     expected_revision: Revision
@@ -208,12 +210,22 @@ async def list_proposals(
     request: Request,
     status: Literal["pending", "accepted", "rejected", "decided", "all"] = "pending",
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    kind: c.ProposalKind | None = None,
+    agent: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    duplicates: bool = False,
+    sort: Literal["oldest", "newest"] | None = None,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     principal: Principal = caller(*READERS),
 ) -> Any:
+    """The case's proposals: pending ones oldest first, other statuses newest first (decided ones, unfiltered,
+    most recently decided first); filtered by `kind`, `agent`, words of the items (`q`) and possible duplicates
+    (`duplicates=true`), ordered by `sort`, paged by `cursor` (the `nextCursor` of the page before)."""
     return await call(
         request,
         Command.LIST_PROPOSALS,
-        c.ListProposals(actor=principal.actor(), case_id=case_id, status=status, limit=limit),
+        c.ListProposals(actor=principal.actor(), case_id=case_id, status=status, limit=limit,
+                        kind=kind, agent=agent, q=q, duplicates=duplicates, sort=sort, cursor=cursor),
     )
 
 
@@ -226,6 +238,9 @@ async def get_proposal(proposal_id: str, request: Request, principal: Principal 
 async def decide(
     proposal_id: str, body: DecisionBody, request: Request, principal: Principal = caller(*READERS)
 ) -> Any:
+    """Accept and reject items of a proposal, one revision for whatever it accepts. `duplicates: [{itemId, of}]`
+    rejects each item as a duplicate of the canonical or pending claim or source `of`, in a note naming it that
+    the agent reads in its guidance. A repeat of the same request returns the decision it recorded."""
     return await call(
         request, Command.DECIDE, c.Decide(actor=principal.actor(), proposal_id=proposal_id, **body.model_dump())
     )

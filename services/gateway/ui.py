@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from services.gateway import ui_access, ui_text
+from services.gateway import queue_view, ui_access, ui_text
 from services.gateway.argument_map import MapLinks
 from services.gateway.auth import Principal
 from services.gateway.case_map import map_context
@@ -280,10 +280,11 @@ async def _case(request: Request, principal: Principal, case_id: str, *, problem
                               MapLinks(case_id, keep=(("asOf", str(as_of)),) if as_of is not None else ()))
     diff = await call(request, Command.CASE_DIFF, CaseDiff(actor=actor, case_id=case_id, from_revision=since,
                                                            to_revision=as_of)) if since is not None else None
-    claims = ledger["claims"]["items"]
+    queue = await queue_view.pending_queue(request, actor, case_id, call) if as_of is None else None
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
-                  claims=claims, sources=ledger["sources"],  # both in the focus order, as the projection gives them
-                  decided=decided["proposals"], problem=problem, draft=draft, as_of=as_of, diff=diff, **drawn)
+                  claims=ledger["claims"]["items"], sources=ledger["sources"],  # both in the projection's focus order
+                  decided=decided["proposals"], problem=problem, draft=draft, as_of=as_of, diff=diff, queue=queue,
+                  **drawn)
 
 
 @router.post("/cases/{case_id}/guidance")
@@ -333,32 +334,7 @@ async def _decidable(request: Request, principal: Principal, record: str, key: s
                   problem=problem, draft=draft, decided=decided, **{record: found})
 
 
-@router.post("/proposals/{proposal_id}/decide")
-async def decide(request: Request, proposal_id: str, principal: Principal = Reviewer) -> Response:
-    form = await form_of(request)
-    accept = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "accept"]
-    reject = [key.removeprefix("item:") for key, value in form.items() if key.startswith("item:") and value == "reject"]
-    note = form.get("note", "").strip()
-    try:
-        outcome = await call(request, Command.DECIDE, c.Decide(
-            actor=principal.actor(), proposal_id=proposal_id, accept=accept, reject=reject,
-            note=note or None, expected_revision=_expected_revision(form)))
-    except (ThreadlineError, pydantic.ValidationError) as error:
-        return await _decidable(request, principal, "proposal", proposal_id, outcome=None,
-                                problem=problem_of(error), draft=note)
-    if outcome.get("recorded"):  # post/redirect/get: a refresh shows the decision, it does not post it again
-        return RedirectResponse(f"/ui/proposals/{outcome['proposalId']}?{urlencode({'decision': outcome['decisionId']})}"
-                                "#outcome", status_code=303)
-    # Nothing was recorded (every chosen item refused), the note included: the page offers it again.
-    return await _decidable(request, principal, "proposal", proposal_id, outcome=outcome, problem=None, draft=note)
-
-
-def _expected_revision(form: dict[str, str]) -> int:
-    expected = form.get("expectedRevision", "")
-    if not expected.isdigit():
-        raise InvalidArgument("the form does not say which revision of the case you reviewed",
-                              field="expectedRevision", hint="reload the proposal and decide again")
-    return int(expected)
+# Deciding on a proposal (a duplicate of X included) and the keyboard that does it: services/gateway/queue_ui.py
 
 
 # --- company theses and their deltas ----------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from services.projection import as_of, domain, read_models, workspace
+from services.projection import as_of, domain, guidance, read_models, workspace
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, ViewState
 from shared import events, ledger
@@ -81,7 +81,7 @@ async def _workspace(uow: ProjectionUnitOfWork, scope: str, cursor: int | None, 
     if "unresolved" in shows:
         found["unresolved"] = await workspace.unresolved(uow, case_id, cursor, counts)
     if "guidance" in shows:
-        found["guidance"] = await workspace.guidance(uow, case_id, cursor, counts)
+        found["guidance"] = await guidance.guidance(uow, case_id, cursor, counts)
     return found
 
 

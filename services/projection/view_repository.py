@@ -245,6 +245,22 @@ class SqlViews:
             .offset(offset).limit(limit))
         return [_item(r) for r in rows]
 
+    async def unresolved_by_type(self, case_id: str, first: int) -> dict[str, tuple[int, list[str]]]:
+        """The case's unresolved items by type, the most frequent first: how many, and the claims of the first
+        `first` of them in page order."""
+        u = view_unresolved.c
+        ranked = select(u.type, u.claim_id, func.count().over(partition_by=u.type).label("n"),
+                        func.row_number().over(partition_by=u.type, order_by=(u.band, u.claim_revision, u.claim_id,
+                                                                               u.position)).label("at")
+                        ).where(u.case_id == case_id).subquery()
+        rows = await self.connection.execute(
+            select(ranked.c.type, ranked.c.n, ranked.c.claim_id).where(ranked.c.at <= first)
+            .order_by(ranked.c.n.desc(), ranked.c.type, ranked.c.at))
+        found: dict[str, tuple[int, list[str]]] = {}
+        for kind, count, claim_id in rows:
+            found.setdefault(kind, (count, []))[1].extend([claim_id] if claim_id else [])
+        return found
+
     async def unsupported(self, case_id: str, limit: int) -> list[str]:
         """The first claims left unsupported, in the ledger's order."""
         rows = await self.connection.execute(

@@ -165,16 +165,3 @@ async def unresolved(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None
     start = cursor or 0
     chunk = await uow.views.unresolved_page(case_id, start, domain.PAGE_SIZE)
     return domain.page_of(chunk, start, counts.get(UNRESOLVED, 0), "unresolved")
-
-
-async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
-                   counts: dict[str, int]) -> dict[str, Any]:
-    """Reviewers' notes newest first, then the gaps the ledger shows (the unresolved items)."""
-    start = cursor or 0
-    notes = await uow.reads.guidance_total(case_id)
-    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE))[start:] if start < notes else []
-    if len(chunk) < domain.PAGE_SIZE:
-        gaps = await uow.views.unresolved_page(case_id, max(0, start - notes), domain.PAGE_SIZE - len(chunk))
-        chunk += [{"type": "gap", "gap": item["type"], "claimId": item.get("claimId"), "note": item["action"]}
-                  for item in gaps]
-    return domain.page_of(chunk, start, notes + counts.get(UNRESOLVED, 0), "guidance")

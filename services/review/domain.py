@@ -99,11 +99,14 @@ class Decision:
     closes: str | None = None  # the proposal's final status when this decision decides its last item
 
 
-def request_digest(accept: Sequence[str], reject: Sequence[str], note: str | None, expected_revision: int) -> str:
+def request_digest(accept: Sequence[str], reject: Sequence[str], note: str | None, expected_revision: int,
+                   duplicates: Sequence[tuple[str, str]] = ()) -> str:
     """A decision request as canonical JSON: the same request repeated has the same digest."""
-    canonical = json.dumps({"accept": list(accept), "reject": list(reject), "note": note,
-                            "expectedRevision": expected_revision}, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
+    request: dict[str, Any] = {"accept": list(accept), "reject": list(reject), "note": note,
+                               "expectedRevision": expected_revision}
+    if duplicates:  # only then, so the digests of requests without the field stay what they were
+        request["duplicates"] = [list(pair) for pair in duplicates]
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

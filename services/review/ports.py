@@ -38,6 +38,8 @@ class Proposals(Protocol):
 
     async def get(self, proposal_id: str) -> StoredProposal | None: ...
 
+    async def with_items(self, rows: Sequence[Any]) -> list[StoredProposal]: ...
+
     async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]: ...
 
     async def recently_decided(self, case_id: str, status: str, limit: int) -> list[StoredProposal]: ...
@@ -100,8 +102,21 @@ class History(Protocol):
     async def revisions_page(self, case_id: str, as_of: int, after: int, limit: int) -> list[dict[str, Any]]: ...
 
 
+class Queue(Protocol):
+    """The reviewers' queue at scale (services/review/queue_repository.py)."""
+
+    async def page(self, wanted: Any) -> list[Any]: ...
+
+    async def count(self, wanted: Any) -> int: ...
+
+    async def possible_duplicates(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]: ...
+
+    async def records_named(self, case_id: str, record: str, ids: Sequence[str]) -> dict[str, str]: ...
+
+
 class ReviewUnitOfWork(UnitOfWork):
     cases: Cases
     proposals: Proposals
     ledger: Ledger
     history: History
+    queue: Queue

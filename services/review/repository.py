@@ -13,6 +13,7 @@ from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.history_repository import SqlHistory
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
+from services.review.queue_repository import SqlQueue
 from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.tables import (
     case_focus,
@@ -33,6 +34,7 @@ class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
         self.proposals = SqlProposals(connection)
         self.ledger = SqlLedger(connection)
         self.history = SqlHistory(connection)
+        self.queue = SqlQueue(connection)
 
 
 
@@ -156,6 +158,10 @@ class SqlProposals:
         rows = (await self.connection.execute(select(proposals).where(proposals.c.proposal_id == proposal_id))).all()
         found = await _with_items(self.connection, rows)
         return found[0] if found else None
+
+    async def with_items(self, rows: Sequence[Any]) -> list[StoredProposal]:
+        """The proposals of `rows` (of the proposals table), each with its items and their outcomes."""
+        return await _with_items(self.connection, rows)
 
     async def listed(self, case_id: str, status: str, limit: int) -> list[StoredProposal]:
         """The case's pending proposals oldest first (`pending`), or all of them newest first."""

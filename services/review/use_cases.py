@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, graph, views
+from services.review import domain, graph, queue, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
 from shared.as_of import check_as_of
@@ -185,10 +185,9 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork) -> dict[str,
     """Pending proposals oldest first; decided ones most recently decided first; `all` newest staged first."""
     async with uow.read():
         found_case = await _existing(uow, cmd.case_id)
-        if cmd.status in ("accepted", "rejected", "decided"):
-            found = await uow.proposals.recently_decided(cmd.case_id, cmd.status, cmd.limit)
-        else:
-            found = await uow.proposals.listed(cmd.case_id, cmd.status, cmd.limit)
+        if not queue.plain_listing(cmd):  # filtered, ordered by age, paged (services/review/queue.py)
+            return await queue.list_proposals(cmd, uow, found_case)
+        found = await uow.proposals.recently_decided(cmd.case_id, cmd.status, cmd.limit)
         decided = await uow.proposals.decisions_of([p.proposal_id for p in found])
     return {
         "caseId": cmd.case_id,
@@ -220,10 +219,11 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         facts = await uow.ledger.facts(proposal.case_id, found_case["revision"], domain.refs_of(proposal, pending))
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
         cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
+        flagged = await uow.queue.possible_duplicates([proposal.proposal_id])
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
     evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
-    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
-                               evidence=evidence)
+    view = queue.with_possible_duplicates(views.proposal_view(
+        proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []), evidence=evidence), flagged)
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 
@@ -233,7 +233,8 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
         case_id = await uow.proposals.case_of(proposal_id)
         if case_id is None:
             raise domain.proposal_not_found(cmd.proposal_id)
-        digest = domain.request_digest(cmd.accept, cmd.reject, cmd.note, cmd.expected_revision)
+        digest = domain.request_digest(cmd.accept, cmd.reject, cmd.note, cmd.expected_revision,
+                                       [(d.item_id, d.of) for d in cmd.duplicates])
         revision = await uow.cases.lock(case_id)
         # Read only now, under the case lock, so decisions committed meanwhile are seen: a repeat of a
         # recorded decision gets that decision back, even once the revision has moved on.
@@ -241,13 +242,15 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
         if recorded := await uow.proposals.decision_by_digest(proposal_id, cmd.actor.name, digest):
             return views.recorded_decision(proposal, recorded)
         domain.check_expected_revision(cmd.expected_revision, revision)
-        domain.check_request(proposal, cmd.accept, cmd.reject)
+        queue.check_duplicates(proposal, cmd)
+        reject, note = await queue.resolve_duplicates(cmd, proposal, uow)  # "a duplicate of X" is a rejection
+        domain.check_request(proposal, cmd.accept, reject)
         facts = await uow.ledger.facts(case_id, revision, domain.refs_of(proposal, cmd.accept))
-        plan = domain.plan(proposal, cmd.accept, cmd.reject, facts)
+        plan = domain.plan(proposal, cmd.accept, reject, facts)
         if not plan.records_anything:
             # Every chosen item was refused: nothing is stored, the note included; the reply says so.
             return views.decided(proposal, plan, revision=revision, decision_id=None)
-        decision = domain.new_decision(proposal, plan, reviewer=cmd.actor.name, note=cmd.note,
+        decision = domain.new_decision(proposal, plan, reviewer=cmd.actor.name, note=note,
                                        expected_revision=cmd.expected_revision, revision=revision,
                                        correlation_id=uow.origin.correlation_id, at=uow.now(), digest=digest)
         await uow.proposals.record(decision)
@@ -256,7 +259,7 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
         uow.emit(case(case_id), ProposalDecided(
             case_id=case_id, proposal_id=proposal_id, decision_id=decision.decision_id, reviewer=cmd.actor.name,
             accepted=[i.item_id for i in plan.accepted], rejected=[i.item_id for i in plan.rejected],
-            refused=plan.refused, note=cmd.note, revision=decision.revision_after or revision,
+            refused=plan.refused, note=note, revision=decision.revision_after or revision,
         ), revision=decision.revision_after or revision)
         await uow.commit()
     return views.decided(proposal, plan, revision=decision.revision_after or revision,

@@ -127,7 +127,10 @@ async def test_guidance_carries_reviewer_notes_newest_first_then_gaps(stack):
         assert entries[0]["type"] == "case_guidance" and entries[0]["note"] == "Prefer the agency's own statistics."
         assert entries[1]["type"] == "decision_note" and entries[1]["rejected"] == ["blog-post"]
         assert entries[1]["note"] == "A blog post is not evidence here." and entries[1]["reviewer"] == "reviewer"
-        assert entries[2]["type"] == "gap" and entries[2]["gap"] == "missing_verdict"
+        # The computed gaps, summarised in one entry after the notes: counts by kind, the first few, the calls.
+        assert entries[2]["type"] == "gaps" and entries[2]["byKind"]["missing_verdict"] == 1
+        assert {"gap": "missing_verdict"} in entries[2]["first"] and len(entries) == 3
+        assert entries[2]["next"] == {"tool": "get_workspace", "arguments": {"scope": "unresolved"}}
 
 
 async def test_an_agent_without_a_case_is_told_to_get_one_assigned(stack):
@@ -511,7 +514,7 @@ async def test_guidance_pages_by_cursor_and_says_which_call_reads_the_next_page(
         assert first["next"] == {"tool": "get_workspace", "arguments": {"scope": "guidance", "cursor": 12}}
         second = (await agent.ok("get_workspace", first["next"]["arguments"]))["guidance"]
         assert second["offset"] == 12 and second["items"][0]["note"] == "note 0"
-        assert second["items"][1]["type"] == "gap" and second["nextCursor"] is None
+        assert second["items"][1]["type"] == "gaps" and second["nextCursor"] is None
         everything = await agent.ok("get_workspace", {"scope": "all"})
         assert everything["guidance"]["next"]["arguments"]["scope"] == "guidance"
 

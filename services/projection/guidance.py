@@ -1,0 +1,46 @@
+"""`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first, newest first,
+never pushed out of reach by computed gaps; the gaps summarised after them in one entry (counts by kind, the
+first few, and the calls that list and find them all)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.projection import domain
+from services.projection.ports import ProjectionUnitOfWork
+from services.projection.view_rows import UNRESOLVED
+
+FIRST_GAPS = 5  # the gaps the summary names; scope=unresolved pages through every one
+
+
+def gaps_summary(total: int, by_type: dict[str, tuple[int, list[str]]], first: list[dict[str, Any]]) -> dict[str, Any]:
+    """One guidance entry for the case's `total` computed gaps."""
+    kinds = ", ".join(f"{count} {kind}" for kind, (count, _) in by_type.items())
+    claims = [g["claimId"] for g in first if g.get("claimId")]
+    return {
+        "type": "gaps",
+        "total": total,
+        "byKind": {kind: count for kind, (count, _) in by_type.items()},
+        # The claims of the first few gaps of every kind, so no kind is out of reach behind a more frequent one.
+        "claimsByKind": {kind: ids for kind, (_, ids) in by_type.items() if ids},
+        "first": [{"gap": g["type"], **({"claimId": g["claimId"]} if g.get("claimId") else {})} for g in first],
+        "note": f"{total} gap(s) the ledger shows ({kinds}); the first {len(first)} are listed here, and the claims "
+                f"of the first {FIRST_GAPS} of each kind. "
+                "get_workspace scope=unresolved pages through them with what to do about each; "
+                "search_workspace finds any claim by its id or its words, inspect_claims reads it in full.",
+        "next": {"tool": "get_workspace", "arguments": {"scope": "unresolved"}},
+        **({"inspect": {"tool": "inspect_claims", "arguments": {"claimIds": claims}}} if claims else {}),
+    }
+
+
+async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
+                   counts: dict[str, int]) -> dict[str, Any]:
+    """Reviewers' notes newest first, then one summary of the gaps the ledger shows (the unresolved items)."""
+    start = cursor or 0
+    notes = await uow.reads.guidance_total(case_id)
+    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE))[start:] if start < notes else []
+    gaps = counts.get(UNRESOLVED, 0)
+    if gaps and len(chunk) < domain.PAGE_SIZE and start <= notes:
+        first = await uow.views.unresolved_page(case_id, 0, FIRST_GAPS)
+        chunk.append(gaps_summary(gaps, await uow.views.unresolved_by_type(case_id, FIRST_GAPS), first))
+    return domain.page_of(chunk, start, notes + (1 if gaps else 0), "guidance")

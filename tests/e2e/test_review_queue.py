@@ -1,0 +1,254 @@
+"""The reviewers' queue at scale (filters, order by age, keyset paging), "a duplicate of X" decisions that reach
+the agent's guidance naming X, and guidance that keeps reviewers' notes in reach however many gaps a case has."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from sqlalchemy import insert
+
+from shared.db.tables import possible_duplicates
+from tests.e2e.test_review_cli import threadline
+from tests.factories import Agent, agent_session, claim_item, decide, relation_item, seed, source_item, unique
+
+
+async def _queue(stack: Any, case_id: str, expect: int = 200, **params: Any) -> dict[str, Any]:
+    async with stack.api("reviewer") as api:
+        response = await api.get(f"/api/v1/cases/{case_id}/proposals", params=params)
+    assert response.status_code == expect, response.text
+    return response.json()
+
+
+def _ids(listed: dict[str, Any]) -> list[str]:
+    return [p["proposalId"] for p in listed["proposals"]]
+
+
+async def _flag(stack: Any, proposal_id: str, item_id: str, of_id: str, of_status: str = "canonical",
+                of_proposal: str | None = None) -> None:
+    """A possible duplicate as staging records it (the search helper's staging fills these rows; until it is
+    merged, the test records them itself, as staging would, in the table staging writes)."""
+    async with stack.db.engine.begin() as connection:
+        await connection.execute(insert(possible_duplicates).values(
+            proposal_id=proposal_id, item_id=item_id, rank=0, of_kind="claim", of_id=of_id, of_status=of_status,
+            of_proposal_id=of_proposal, similarity=0.91))
+
+
+async def _second_agent(stack: Any, case_id: str):
+    name = unique("other-agent")
+    token = await stack.issue_token("agent", name, case_id=case_id)
+    return name, token
+
+
+async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        sources = await agent.stage("stage_sources", sources=[source_item("tidal-gauge", title="Tidal gauge records")])
+        heat = await agent.stage("stage_claims", claims=[claim_item("heat", [source], text="Heat pumps cut emissions.")])
+        name, token = await _second_agent(stack, agent.case_id)
+        async with stack.agent(token) as mcp:
+            other = Agent(stack, agent.case_id, token, name, mcp)
+            wind = await other.stage("stage_claims", claims=[claim_item("wind", [source], text="Wind output rose 40%.")])
+        case = agent.case_id
+        assert _ids(await _queue(stack, case)) == [sources["proposalId"], heat["proposalId"], wind["proposalId"]]
+        assert _ids(await _queue(stack, case, kind="claims")) == [heat["proposalId"], wind["proposalId"]]
+        assert _ids(await _queue(stack, case, kind="sources")) == [sources["proposalId"]]
+        claims_only = await _queue(stack, case, kind="claims", limit=1)
+        assert claims_only["total"] == 2 and len(claims_only["proposals"]) == 1 and claims_only["nextCursor"]
+        assert (await _queue(stack, case, kind="claims", limit=1, cursor=claims_only["nextCursor"]))["total"] == 2
+        assert _ids(await _queue(stack, case, agent=name)) == [wind["proposalId"]]
+        assert _ids(await _queue(stack, case, agent=name, kind="sources")) == []
+        # Words of the items' text, case-blind, each of them; SQL wildcards are taken literally.
+        assert _ids(await _queue(stack, case, q="HEAT emissions")) == [heat["proposalId"]]
+        assert _ids(await _queue(stack, case, q="tidal")) == [sources["proposalId"]]
+        assert _ids(await _queue(stack, case, q="40%")) == [wind["proposalId"]]
+        assert _ids(await _queue(stack, case, q="heat wind")) == []
+        assert _ids(await _queue(stack, case, q="%")) == [wind["proposalId"]]
+        assert _ids(await _queue(stack, case, q="wi_d")) == []
+        assert _ids(await _queue(stack, case, q="'&|!:*()")) == []
+        # Possible duplicates: only proposals staging flagged, each item carrying what it resembles.
+        assert _ids(await _queue(stack, case, duplicates="true")) == []
+        await _flag(stack, wind["proposalId"], "wind", "heat", "pending", heat["proposalId"])
+        flagged = await _queue(stack, case, duplicates="true")
+        assert _ids(flagged) == [wind["proposalId"]]
+        assert flagged["proposals"][0]["items"][0]["possibleDuplicates"][0] == {
+            "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"], "similarity": 0.91,
+            "text": "Heat pumps cut emissions."}
+        async with stack.api("reviewer") as api:
+            shown = (await api.get(f"/api/v1/proposals/{wind['proposalId']}")).json()
+        assert shown["items"][0]["possibleDuplicates"][0]["id"] == "heat"
+        # Filters apply to decided proposals too.
+        await decide(stack, heat["proposalId"], reject=["heat"], note="Say which pumps.")
+        assert _ids(await _queue(stack, case, status="rejected", kind="claims")) == [heat["proposalId"]]
+        assert _ids(await _queue(stack, case, kind="claims")) == [wind["proposalId"]]
+        for bad, field in (({"kind": "bogus"}, "kind"), ({"sort": "sideways"}, "sort"), ({"q": ""}, "q"),
+                           ({"q": "x" * 201}, "q"), ({"agent": ""}, "agent"),
+                           ({"q": " ".join(f"w{i}" for i in range(9))}, "q"), ({"q": "a\x00b"}, "q"),
+                           ({"agent": "x\x00"}, "agent"), ({"cursor": "\x00"}, "cursor"), ({"limit": "0"}, "limit")):
+            error = (await _queue(stack, case, 422, **bad))["error"]
+            assert error["field"] == field, error
+
+
+async def test_the_queue_sorts_by_age_and_pages_by_a_stable_cursor(stack):
+    async with agent_session(stack) as agent:
+        staged = [(await agent.stage("stage_sources", sources=[source_item(f"page-{i}")]))["proposalId"]
+                  for i in range(5)]
+        case = agent.case_id
+        assert _ids(await _queue(stack, case)) == staged
+        assert _ids(await _queue(stack, case, sort="newest")) == staged[::-1]
+        for sort, expected in (("oldest", staged), ("newest", staged[::-1])):
+            seen, cursor, pages = [], None, 0
+            while True:
+                page = await _queue(stack, case, status="all", sort=sort, limit=2,
+                                    **({"cursor": cursor} if cursor else {}))
+                seen += _ids(page)
+                pages += 1
+                cursor = page["nextCursor"]
+                if cursor is None:
+                    break
+                if sort == "oldest" and pages == 1:  # a decision between pages moves nothing: a key, not an offset
+                    await decide(stack, staged[0], accept=["page-0"])
+            assert pages == 3 and seen == expected, (sort, seen)
+        assert _ids(await _queue(stack, case)) == staged[1:]
+        first = await _queue(stack, case, status="all", limit=2)
+        assert first["sort"] == "newest" and first["nextCursor"]
+        error = (await _queue(stack, case, 422, status="all", limit=2, kind="claims",
+                              cursor=first["nextCursor"]))["error"]
+        assert error["field"] == "cursor" and "filters" in error["message"]
+        for garbage in ("nonsense", "W10", "eyJhIjoxfQ", "!!!"):
+            assert (await _queue(stack, case, 422, cursor=garbage))["error"]["field"] == "cursor"
+
+
+async def _decide_raw(stack: Any, proposal_id: str, body: dict[str, Any]) -> Any:
+    async with stack.api("reviewer") as api:
+        if "expectedRevision" not in body:
+            shown = (await api.get(f"/api/v1/proposals/{proposal_id}")).json()
+            body = {**body, "expectedRevision": shown["caseRevision"]}
+        return await api.post(f"/api/v1/proposals/{proposal_id}/decisions", json=body)
+
+
+async def test_a_duplicate_of_x_rejection_reaches_the_agents_guidance_naming_x(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=1)
+        canonical = ids["claims"][0]
+        staged = await agent.stage("stage_claims", claims=[
+            claim_item("again", ids["sources"], text=f"Claim {canonical} holds, restated."),
+            claim_item("fresh", ids["sources"], text="Something new.")])
+        pending = await agent.stage("stage_claims", claims=[claim_item("later", ids["sources"])])
+        body = {"accept": ["fresh"], "duplicates": [{"itemId": "again", "of": canonical}],
+                "note": "Cite the claim that exists."}
+        response = await _decide_raw(stack, staged["proposalId"], body)
+        assert response.status_code == 200, response.text
+        outcome = response.json()
+        assert outcome["accepted"] == ["fresh"] and outcome["rejected"] == ["again"]
+        # Repeated as it was sent: the same decision back, nothing decided twice.
+        repeat = await _decide_raw(stack, staged["proposalId"], {**body, "expectedRevision": outcome["revision"] - 1})
+        assert repeat.status_code == 200 and repeat.json()["decisionId"] == outcome["decisionId"]
+        assert repeat.json()["replayed"] is True
+        # The agent reads, through its MCP tools, which record its item restated.
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
+        note = next(e for e in guidance if e["type"] == "decision_note" and e["rejected"] == ["again"])
+        assert f"claim again duplicates the canonical claim {canonical}" in note["note"]
+        assert "Cite the claim that exists." in note["note"]
+        # A pending claim of another proposal can be the record duplicated, too.
+        other = await agent.stage("stage_claims", claims=[claim_item("twin", ids["sources"])])
+        response = await _decide_raw(stack, other["proposalId"], {"duplicates": [{"itemId": "twin", "of": "later"}]})
+        assert response.status_code == 200, response.text
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
+        assert guidance[0]["note"].count("claim twin duplicates the pending claim later") == 1
+        assert pending["proposalId"]
+
+
+async def test_bad_duplicates_are_refused_naming_the_field(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=2)
+        a, b = ids["claims"]
+        staged = await agent.stage("stage_claims", claims=[claim_item("dup", ids["sources"]),
+                                                           claim_item("other", ids["sources"])])
+        relations = await agent.stage("stage_relations", relations=[relation_item("rel", a, b)])
+        cases = [
+            ({"duplicates": [{"itemId": "dup", "of": "no-such-claim"}]}, "duplicates[0].of"),
+            ({"duplicates": [{"itemId": "dup", "of": ids["sources"][0]}]}, "duplicates[0].of"),  # a source, not a claim
+            ({"duplicates": [{"itemId": "dup", "of": "dup"}]}, "duplicates[0].of"),
+            ({"duplicates": [{"itemId": "ghost", "of": a}]}, "duplicates[0].itemId"),
+            ({"duplicates": [{"itemId": "dup", "of": a}, {"itemId": "dup", "of": b}]}, "duplicates[1].itemId"),
+            ({"accept": ["dup"], "duplicates": [{"itemId": "dup", "of": a}]}, "duplicates[0].itemId"),
+            ({"reject": ["dup"], "duplicates": [{"itemId": "dup", "of": a}]}, "duplicates[0].itemId"),
+            ({"duplicates": [{"itemId": "dup"}]}, "duplicates[0].of"),
+            ({"duplicates": [{"itemId": "dup", "of": ""}]}, "duplicates[0].of"),
+            ({"duplicates": "dup"}, "duplicates"),
+        ]
+        for body, field in cases:
+            response = await _decide_raw(stack, staged["proposalId"], body)
+            assert response.status_code == 422, (body, response.text)
+            assert response.json()["error"]["field"] == field, (body, response.json())
+        response = await _decide_raw(stack, relations["proposalId"], {"duplicates": [{"itemId": "rel", "of": a}]})
+        assert response.status_code == 422 and response.json()["error"]["field"] == "duplicates[0].itemId"
+        # A retired claim is no longer canonical: not a record to be a duplicate of.
+        async with stack.api("reviewer") as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements",
+                                     json={"records": [{"record": "claim", "id": b}], "note": "Withdrawn."})
+            assert retired.status_code == 200, retired.text
+        response = await _decide_raw(stack, staged["proposalId"], {"duplicates": [{"itemId": "dup", "of": b}]})
+        assert response.status_code == 422 and "retired" in response.json()["error"]["message"]
+        async with stack.api("reviewer") as api:
+            shown = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
+        assert shown["status"] == "pending" and shown["decisions"] == []
+
+
+async def test_reviewer_notes_stay_on_the_first_guidance_page_however_many_gaps(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        claim_ids = [f"open-{i}" for i in range(40)]
+        for start in range(0, len(claim_ids), 4):
+            await agent.accepted("stage_claims", claims=[claim_item(c, [source], confidence="disputed")
+                                                          for c in claim_ids[start:start + 4]])
+        rejected = await agent.stage("stage_sources", sources=[source_item("rumour", type="social")])
+        await decide(stack, rejected["proposalId"], reject=["rumour"], note="Rumours are not sources.")
+        unresolved = (await agent.ok("get_workspace", {"scope": "unresolved"}))["unresolved"]
+        assert unresolved["total"] > 40
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]
+        notes = [e for e in guidance["items"] if e["type"] == "decision_note"]
+        assert len(notes) == 1 and "Rumours are not sources." in notes[0]["note"]
+        summary = guidance["items"][-1]
+        assert summary["type"] == "gaps" and summary["total"] == unresolved["total"]
+        assert sum(summary["byKind"].values()) == unresolved["total"]
+        assert len(summary["first"]) == 5 and summary["inspect"]["tool"] == "inspect_claims"
+        assert summary["inspect"]["arguments"]["claimIds"] == [g["claimId"] for g in summary["first"] if "claimId" in g]
+        listed = {kind: ids for kind, ids in summary["claimsByKind"].items()}
+        assert listed and all(0 < len(ids) <= 5 and set(ids) <= set(claim_ids) for ids in listed.values())
+        assert all(len(ids) == min(5, summary["byKind"][kind]) for kind, ids in listed.items())
+        assert guidance["total"] == len(guidance["items"]) and guidance["nextCursor"] is None
+        assert guidance["omitted"] == 0
+
+
+async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=1)
+        canonical = ids["claims"][0]
+        staged = [await agent.stage("stage_claims", claims=[claim_item(f"cli-{i}", ids["sources"],
+                                                                       text=f"Rainfall rose {i}.")])
+                  for i in range(3)]
+        await _flag(stack, staged[1]["proposalId"], "cli-1", canonical)
+
+        def cli(*args: str):
+            return threadline(*args, stack=stack)
+
+        first = await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--kind", "claims", "--sort", "newest")
+        assert first.returncode == 0, first.stderr + first.stdout
+        listed = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--text", "rainfall 2.",
+                                                     "--json")).stdout)
+        assert _ids(listed) == [staged[2]["proposalId"]]
+        flagged = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--duplicates",
+                                                      "--json")).stdout)
+        assert _ids(flagged) == [staged[1]["proposalId"]]
+        shown = await asyncio.to_thread(cli, "show", staged[1]["proposalId"])
+        assert f"possible duplicate of canonical claim {canonical}" in shown.stdout
+        refused = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", "nothing")
+        assert refused.returncode == 1 and "'nothing' is neither canonical nor pending" in refused.stdout, refused.stdout
+        done = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", canonical,
+                                       "--note", "Cite it instead.")
+        assert done.returncode == 0 and f"as a duplicate of {canonical}" in done.stdout, done.stdout + done.stderr
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
+        assert f"claim cli-1 duplicates the canonical claim {canonical}" in guidance[0]["note"]
