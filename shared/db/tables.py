@@ -227,17 +227,15 @@ proposal_items = Table(  # writer: staging — immutable once stored
     PrimaryKeyConstraint("proposal_id", "item_id"),
 )
 
-possible_duplicates = Table(  # writer: staging — flagged in the stage transaction, immutable once stored
-    # A staged claim whose normalised text resembles a canonical or pending claim of its case, or a staged
-    # source whose normalised URL is a canonical source's: shown beside the item, never a refusal.
+possible_duplicates = Table(  # writer: staging — what a staged item resembles, flagged at staging; never a refusal
     "possible_duplicates",
     metadata,
     Column("proposal_id", UUID(as_uuid=False), nullable=False),
     Column("item_id", Text, nullable=False),
     Column("rank", Integer, nullable=False),  # 0 = the most similar
-    Column("of_kind", Text, nullable=False),  # claim | source
+    Column("of_kind", Text, nullable=False),
     Column("of_id", Text, nullable=False),
-    Column("of_status", Text, nullable=False),  # canonical | pending
+    Column("of_status", Text, nullable=False),
     Column("of_proposal_id", UUID(as_uuid=False)),  # the pending record's proposal
     Column("similarity", Float, nullable=False),  # 0..1: trigram similarity of normalised text; 1 for the same URL
     PrimaryKeyConstraint("proposal_id", "item_id", "of_kind", "of_id"),
@@ -447,8 +445,7 @@ outbox = Table(  # writers: every service, in the transaction of the change; rel
 )
 Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
 
-# --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
-# --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
-# (both define their tables on shared/db/base.py's metadata, so neither imports this module)
+# --- webhooks, read models and history: in webhook_tables.py, view_tables.py, history_tables.py, which
+# define their tables on base.py's metadata (imported here so that `metadata` holds them all)
 
 from shared.db import history_tables, view_tables, webhook_tables  # noqa: E402, F401
