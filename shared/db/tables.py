@@ -445,7 +445,6 @@ outbox = Table(  # writers: every service, in the transaction of the change; rel
 )
 Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
 
-# --- webhooks, read models and history: in webhook_tables.py, view_tables.py, history_tables.py, which
-# define their tables on base.py's metadata (imported here so that `metadata` holds them all)
+# --- webhooks, read models, history: their own modules on base.py's metadata, imported so it holds them ---
 
 from shared.db import history_tables, view_tables, webhook_tables  # noqa: E402, F401
