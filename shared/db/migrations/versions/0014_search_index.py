@@ -1,0 +1,45 @@
+"""The search index: every record of a case as search reads it (full text, trigram), and the stems of its texts."""
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision, down_revision = '0014', '0013'
+
+
+def upgrade() -> None:
+    op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    op.create_table('search_records',
+    sa.Column('case_id', sa.Text(), nullable=False),
+    sa.Column('kind', sa.Text(collation='C'), nullable=False),
+    sa.Column('record_id', sa.Text(collation='C'), nullable=False),
+    sa.Column('proposal_id', sa.Text(collation='C'), nullable=False),
+    sa.Column('status', sa.Text(), nullable=False),
+    sa.Column('headline', sa.Text(), nullable=False),
+    sa.Column('body', sa.Text(), nullable=False),
+    sa.Column('tsv', postgresql.TSVECTOR(), sa.Computed("to_tsvector('english'::regconfig, body)", persisted=True),
+              nullable=False),
+    sa.Column('dup_key', sa.Text(), nullable=True),
+    sa.PrimaryKeyConstraint('case_id', 'kind', 'record_id', 'proposal_id', name=op.f('pk_search_records'))
+    )
+    op.create_index('ix_search_records_id', 'search_records', ['case_id', 'record_id'])
+    op.create_index('ix_search_records_tsv', 'search_records', ['tsv'], postgresql_using='gin')
+    op.create_index('ix_search_records_claim_text', 'search_records', ['dup_key'], postgresql_using='gin',
+                    postgresql_ops={'dup_key': 'gin_trgm_ops'}, postgresql_where=sa.text("kind = 'claim'"))
+    op.create_index('ix_search_records_source_url', 'search_records', ['case_id', 'dup_key'],
+                    postgresql_where=sa.text("kind = 'source'"))
+    op.create_table('search_words',
+    sa.Column('case_id', sa.Text(), nullable=False),
+    sa.Column('word', sa.Text(collation='C'), nullable=False),
+    sa.Column('n', sa.Integer(), nullable=False),
+    sa.PrimaryKeyConstraint('case_id', 'word', name=op.f('pk_search_words'))
+    )
+    op.create_index('ix_search_words_trgm', 'search_words', ['word'], postgresql_using='gin',
+                    postgresql_ops={'word': 'gin_trgm_ops'})
+    # Every view is rebuilt from the ledger (the search index with it) when next applied or read.
+    op.execute("UPDATE case_views SET revision = -1")
+
+
+def downgrade() -> None:
+    op.drop_table('search_words')
+    op.drop_table('search_records')
