@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
-from services.projection.thesis_repository import SqlTheses
 from services.projection.search_index import SqlSearchIndex
+from services.projection.thesis_repository import SqlTheses
 from services.projection.view_repository import SqlViews
 from shared.db.queries import (
     active_at,
