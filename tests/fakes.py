@@ -139,7 +139,7 @@ class FakeLedger:
         return facts
 
     async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
-                          digest: str) -> StageFacts | None:
+                          digest: str, compared: tuple[list[str], list[str]] = ([], [])) -> StageFacts | None:
         found = self.store.cases.get(case_id)
         if found is None:
             return None

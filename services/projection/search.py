@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.ports import ProjectionUnitOfWork
-from shared import ledger, search_text
+from shared import ledger
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
 from shared.search_contracts import MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
@@ -27,17 +27,20 @@ STATUSES = {"canonical": ("canonical",), "pending": ("pending",), "retired": ("r
 FUZZY_WORDS = 8  # the query's words looked up for similar spellings, at most
 FUZZY_CANDIDATES = 4  # the indexed stems each may stand for
 FUZZY_FLOOR = 0.3  # the least trigram similarity of a stem to a misspelled word
-_WORD = re.compile(r"[^\W_]+")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
-# Each query word's resembling stems in the case (its stop words dropped: they were never indexed).
+# Each stem of the query (as the index parses and stems text: stop words dropped) and the case's indexed stems
+# that stand for it: itself, and for a word (not a number) the stems spelled most like it.
 _SIMILAR_WORDS = f"""
-SELECT w.i, s.word FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, i)
-CROSS JOIN LATERAL (
-  SELECT word FROM search_words
-  WHERE case_id = :case_id AND n > 0 AND word % w.word AND similarity(word, w.word) >= {FUZZY_FLOOR}
-  ORDER BY similarity(word, w.word) DESC, word LIMIT {FUZZY_CANDIDATES}) s
-WHERE to_tsvector('english', w.word) <> ''::tsvector
+WITH w AS (SELECT word, row_number() OVER () AS i
+           FROM unnest(tsvector_to_array(to_tsvector('english', :query))) AS word LIMIT {FUZZY_WORDS})
+SELECT w.i, s.word FROM w CROSS JOIN LATERAL (
+  (SELECT x.word FROM search_words x WHERE x.case_id = :case_id AND x.n > 0 AND x.word = w.word)
+  UNION
+  (SELECT x.word FROM search_words x
+   WHERE x.case_id = :case_id AND x.n > 0 AND w.word !~ '[0-9]' AND x.word % w.word
+     AND similarity(x.word, w.word) >= {FUZZY_FLOOR}
+   ORDER BY similarity(x.word, w.word) DESC, x.word LIMIT {FUZZY_CANDIDATES})) AS s
 """
 _FILTER = "case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))"
 _SEARCH = f"""
@@ -83,11 +86,6 @@ def fuzzy_query(groups: dict[int, list[str]]) -> str | None:
     return " & ".join(parts) or None
 
 
-def query_words(query: str) -> list[str]:
-    words = [w for w in _WORD.findall(search_text.unaccent(query).lower()) if len(w) >= 3]
-    return list(dict.fromkeys(words))[:FUZZY_WORDS]
-
-
 def checked_query(query: str) -> str:
     stripped = " ".join(query.split())
     if not stripped:
@@ -99,11 +97,9 @@ def checked_query(query: str) -> str:
 async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) -> tuple[list[dict[str, Any]], int]:
     """One page of hits, and how many there are in all."""
     query = checked_query(search.query)
-    words = query_words(query)
     groups: dict[int, list[str]] = {}
-    if words:
-        for i, word in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "words": words}):
-            groups.setdefault(i, []).append(word)
+    for i, word in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
+        groups.setdefault(i, []).append(word)
     identifier = query.lower() if _ID.match(query.lower()) and len(query) <= 96 else ""
     rows = (await connection.execute(text(_SEARCH), {
         "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),

@@ -75,7 +75,7 @@ async def test_tools_list_serves_the_nine_spec_tools_with_their_exact_schemas(sy
         served = (await client.list_tools()).tools
     assert len(expected) == 9
     # The nine spec tools, in order, then Threadline's one addition (get_company_context).
-    assert [tool.name for tool in served] == [tool["name"] for tool in expected] + ["get_company_context"]
+    assert [tool.name for tool in served] == [tool["name"] for tool in expected] + ["get_company_context", "search_workspace", "inspect_claims"]
     for tool, spec in zip(served[:9], expected, strict=True):
         assert tool.input_schema == spec["inputSchema"]
         assert tool.description == spec["description"]

@@ -6,6 +6,27 @@ from sqlalchemy.dialects import postgresql
 
 revision, down_revision = '0014', '0013'
 
+# The canonical and pending claims of a case whose normalised text resembles each given one (trigram
+# similarity at least `floor`, the `limit` most similar each), as staging flags possible duplicates. The
+# threshold is set for the statement so that the trigram index itself leaves out whatever is less similar.
+SIMILAR_CLAIMS = """
+CREATE FUNCTION threadline_similar_claims(p_case text, p_keys text[], p_floor real, p_limit int)
+RETURNS TABLE (i bigint, record_id text, status text, proposal_id text, similarity real)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM set_config('pg_trgm.similarity_threshold', p_floor::text, true);
+  RETURN QUERY
+    SELECT k.i, r.record_id::text, r.status, r.proposal_id::text, r.sim
+    FROM unnest(p_keys) WITH ORDINALITY AS k(key, i)
+    CROSS JOIN LATERAL (
+      SELECT s.record_id, s.status, s.proposal_id, similarity(s.dup_key, k.key) AS sim
+      FROM search_records s
+      WHERE s.kind = 'claim' AND s.dup_key % k.key AND s.case_id = p_case
+        AND s.status IN ('canonical', 'pending') AND k.key <> ''
+      ORDER BY similarity(s.dup_key, k.key) DESC, s.record_id LIMIT p_limit) AS r;
+END $$
+"""
+
 
 def upgrade() -> None:
     op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
@@ -36,10 +57,12 @@ def upgrade() -> None:
     )
     op.create_index('ix_search_words_trgm', 'search_words', ['word'], postgresql_using='gin',
                     postgresql_ops={'word': 'gin_trgm_ops'})
+    op.execute(SIMILAR_CLAIMS)
     # Every view is rebuilt from the ledger (the search index with it) when next applied or read.
     op.execute("UPDATE case_views SET revision = -1")
 
 
 def downgrade() -> None:
+    op.execute("DROP FUNCTION IF EXISTS threadline_similar_claims")
     op.drop_table('search_words')
     op.drop_table('search_records')
