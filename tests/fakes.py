@@ -235,6 +235,9 @@ class FakeProposals:
             proposal.staged_revision,
         )
 
+    async def possible_duplicates(self, case_id: str, proposal_id: str) -> dict[str, list[dict[str, Any]]]:
+        return {}  # flagged by staging's SQL only (tests/e2e/test_search.py)
+
     async def case_of(self, proposal_id: str) -> str | None:
         found = self.store.proposals.get(proposal_id)
         return found.case_id if found else None

@@ -32,6 +32,7 @@ class Cases(Protocol):
 
 class Proposals(Protocol):
     async def case_of(self, proposal_id: str) -> str | None: ...
+    async def possible_duplicates(self, case_id: str, proposal_id: str) -> dict[str, list[dict[str, Any]]]: ...
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
         """Up to `limit` proposal ids from `low` to `high`, in order (the ids a prefix covers)."""
