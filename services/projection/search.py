@@ -29,32 +29,23 @@ FUZZY_CANDIDATES = 4  # the indexed stems each may stand for
 FUZZY_FLOOR = 0.3  # the least trigram similarity of a stem to a misspelled word
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
-# Each stem of the query (as the index parses and stems text: stop words dropped) and the case's indexed stems
-# that stand for it: itself, and for a word (not a number) the stems spelled most like it.
+# Each stem of the query and the case's indexed stems that stand for it (migration 0014's function).
 _SIMILAR_WORDS = f"""
-WITH w AS (SELECT word, row_number() OVER () AS i
-           FROM unnest(tsvector_to_array(to_tsvector('english', :query))) AS word LIMIT {FUZZY_WORDS})
-SELECT w.i, s.word FROM w CROSS JOIN LATERAL (
-  (SELECT x.word FROM search_words x WHERE x.case_id = :case_id AND x.n > 0 AND x.word = w.word)
-  UNION
-  (SELECT x.word FROM search_words x
-   WHERE x.case_id = :case_id AND x.n > 0 AND w.word !~ '[0-9]' AND x.word % w.word
-     AND similarity(x.word, w.word) >= {FUZZY_FLOOR}
-   ORDER BY similarity(x.word, w.word) DESC, x.word LIMIT {FUZZY_CANDIDATES})) AS s
+SELECT i, word FROM threadline_similar_words(:case_id, :query, {FUZZY_FLOOR}, {FUZZY_WORDS}, {FUZZY_CANDIDATES})
 """
 _FILTER = "case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))"
 _SEARCH = f"""
-WITH q AS (SELECT websearch_to_tsquery('english', :query) AS words, CAST(:fuzzy AS tsquery) AS fuzzy),
-hits AS (
+WITH hits AS (
   SELECT kind, record_id, proposal_id, status, headline, 0 AS tier,
          CASE WHEN record_id = :id THEN 2.0 ELSE 1.0 END AS score
-  FROM search_records WHERE {_FILTER} AND :id <> '' AND record_id LIKE :id_prefix
+  FROM search_records WHERE {_FILTER} AND :id <> '' AND record_id LIKE CAST(:id_prefix AS text) COLLATE "C"
   UNION ALL
-  SELECT kind, record_id, proposal_id, status, headline, 1, ts_rank_cd(tsv, q.words)
-  FROM search_records, q WHERE {_FILTER} AND tsv @@ q.words
+  SELECT kind, record_id, proposal_id, status, headline, 1,
+         ts_rank_cd(tsv, websearch_to_tsquery('english', :query))
+  FROM search_records WHERE {_FILTER} AND tsv @@ websearch_to_tsquery('english', :query)
   UNION ALL
-  SELECT kind, record_id, proposal_id, status, headline, 2, ts_rank_cd(tsv, q.fuzzy)
-  FROM search_records, q WHERE {_FILTER} AND q.fuzzy IS NOT NULL AND tsv @@ q.fuzzy
+  SELECT kind, record_id, proposal_id, status, headline, 2, ts_rank_cd(tsv, CAST(:fuzzy AS tsquery))
+  FROM search_records WHERE {_FILTER} AND tsv @@ CAST(:fuzzy AS tsquery)
 ),
 best AS (
   SELECT DISTINCT ON (kind, record_id, proposal_id) * FROM hits

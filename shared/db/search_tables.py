@@ -40,7 +40,7 @@ search_words = Table(  # the stems of a case's indexed texts, and in how many re
     "search_words",
     metadata,
     Column("case_id", Text, nullable=False),
-    Column("word", Key, nullable=False),
+    Column("word", Text, nullable=False),  # the database's collation: the trigram index matches the query's
     Column("n", Integer, nullable=False),
     PrimaryKeyConstraint("case_id", "word"),
 )

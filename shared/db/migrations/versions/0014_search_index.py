@@ -8,11 +8,13 @@ revision, down_revision = '0014', '0013'
 
 # The canonical and pending claims of a case whose normalised text resembles each given one (trigram
 # similarity at least `floor`, the `limit` most similar each), as staging flags possible duplicates. The
-# threshold is set for the statement so that the trigram index itself leaves out whatever is less similar.
+# threshold is set for the statement so that the trigram index itself leaves out whatever is less similar;
+# both functions read by index, never by scanning (a trigram compared with every row costs what the case
+# holds, and the planner would choose that for a small case).
 SIMILAR_CLAIMS = """
 CREATE FUNCTION threadline_similar_claims(p_case text, p_keys text[], p_floor real, p_limit int)
 RETURNS TABLE (i bigint, record_id text, status text, proposal_id text, similarity real)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
 BEGIN
   PERFORM set_config('pg_trgm.similarity_threshold', p_floor::text, true);
   RETURN QUERY
@@ -24,6 +26,33 @@ BEGIN
       WHERE s.kind = 'claim' AND s.dup_key % k.key AND s.case_id = p_case
         AND s.status IN ('canonical', 'pending') AND k.key <> ''
       ORDER BY similarity(s.dup_key, k.key) DESC, s.record_id LIMIT p_limit) AS r;
+END $$
+"""
+
+# Each stem of a query (parsed and stemmed as the index parses text: stop words dropped), numbered, and the
+# case's indexed stems that stand for it: itself, and for a word (not a number) the `p_each` stems spelled
+# most like it (trigram similarity at least `p_floor`), each looked up by the trigram index.
+SIMILAR_WORDS = """
+CREATE FUNCTION threadline_similar_words(p_case text, p_query text, p_floor real, p_words int, p_each int)
+RETURNS TABLE (i int, word text)
+LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
+#variable_conflict use_column
+DECLARE
+  w text;
+  k int := 0;
+BEGIN
+  PERFORM set_config('pg_trgm.similarity_threshold', p_floor::text, true);
+  FOR w IN SELECT unnest(tsvector_to_array(to_tsvector('english', p_query))) LOOP
+    k := k + 1;
+    EXIT WHEN k > p_words;
+    RETURN QUERY SELECT k, x.word::text FROM search_words x WHERE x.case_id = p_case AND x.word = w AND x.n > 0;
+    IF w !~ '[0-9]' THEN
+      RETURN QUERY SELECT k, s.word::text FROM (
+        SELECT x.word FROM search_words x
+        WHERE x.word % w AND x.case_id = p_case AND x.n > 0 AND x.word <> w
+        ORDER BY similarity(x.word, w) DESC, x.word LIMIT p_each) AS s;
+    END IF;
+  END LOOP;
 END $$
 """
 
@@ -51,18 +80,20 @@ def upgrade() -> None:
                     postgresql_where=sa.text("kind = 'source'"))
     op.create_table('search_words',
     sa.Column('case_id', sa.Text(), nullable=False),
-    sa.Column('word', sa.Text(collation='C'), nullable=False),
+    sa.Column('word', sa.Text(), nullable=False),
     sa.Column('n', sa.Integer(), nullable=False),
     sa.PrimaryKeyConstraint('case_id', 'word', name=op.f('pk_search_words'))
     )
     op.create_index('ix_search_words_trgm', 'search_words', ['word'], postgresql_using='gin',
                     postgresql_ops={'word': 'gin_trgm_ops'})
     op.execute(SIMILAR_CLAIMS)
+    op.execute(SIMILAR_WORDS)
     # Every view is rebuilt from the ledger (the search index with it) when next applied or read.
     op.execute("UPDATE case_views SET revision = -1")
 
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS threadline_similar_claims")
+    op.execute("DROP FUNCTION IF EXISTS threadline_similar_words")
     op.drop_table('search_words')
     op.drop_table('search_records')
