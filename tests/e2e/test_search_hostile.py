@@ -52,7 +52,7 @@ async def test_bad_search_input_is_refused_naming_the_field_or_answered_with_a_c
         await wait_until_published(stack.db)
         await wait_until_projected(stack.settings)
         case = {"expectedCaseId": agent.case_id}
-        for query, field in (("", "query"), ("   ", "query"), ("x" * 10_240, "query"), ("é" * 201, "query")):
+        for query in ("", "   ", "x" * 10_240, "é" * 201):
             error = await agent.refused("search_workspace", {**case, "query": query})
             assert error["code"] == "invalid_argument" and error["field"] == "query", error
         for extra, field in (({"kinds": ["claims"]}, "kinds"), ({"kinds": []}, "kinds"), ({"status": "all"}, "status"),

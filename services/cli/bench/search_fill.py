@@ -63,9 +63,15 @@ async def fill_case(db: Database, case_id: str, claims: Sequence[Claim],
             await ledger.add_claims(case_id, [claim_of(c, start + i) for i, c in enumerate(chunk)], provenance)
             progress(len(chunk))
         await connection.execute(update(cases).where(cases.c.case_id == case_id).values(revision=1))
+    await _analyze(db, ("claims", "sources", "claim_sources"))  # as autovacuum would after a bulk load
     await rebuild(db, case_id)
-    async with db.engine.begin() as connection:  # statistics for the planner after a bulk load, as autovacuum would
-        for table in ("search_records", "search_words", "claims", "sources", "claim_sources"):
+    await _analyze(db, ("search_records", "search_words", "view_claims", "view_sources"))
+
+
+async def _analyze(db: Database, tables: Sequence[str]) -> None:
+    """Statistics for the planner after a bulk load (autovacuum would gather them a little later)."""
+    async with db.engine.begin() as connection:
+        for table in tables:
             await connection.execute(text(f"ANALYZE {table}"))
 
 
