@@ -36,5 +36,5 @@ async def search_page(
                 cursor=cursor))
         except ThreadlineError as error:
             return failure(request, error)
-    return render(request, "search.html", case_id=case_id, q=q, kinds=kinds or "", status=status, found=found,
+    return render(request, "search.html", case_id=case_id, q=q, kinds=kinds or "", in_status=status, found=found,
                   cursor=cursor or 1)
