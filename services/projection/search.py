@@ -31,7 +31,7 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 # Each stem of the query and the case's indexed stems that stand for it (migration 0014's function).
 _SIMILAR_WORDS = f"""
-SELECT i, word FROM threadline_similar_words(:case_id, :query, {FUZZY_FLOOR}, {FUZZY_WORDS}, {FUZZY_CANDIDATES})
+SELECT i, word, exact FROM threadline_similar_words(:case_id, :query, {FUZZY_FLOOR}, {FUZZY_WORDS}, {FUZZY_CANDIDATES})
 """
 _FILTER = "case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))"
 _SEARCH = f"""
@@ -72,7 +72,7 @@ def _lexeme(word: str) -> str:
 
 
 def fuzzy_query(groups: dict[int, list[str]]) -> str | None:
-    """Every word's group of similar stems (any of them) for every word (all of them)."""
+    """Every word's group of similar stems (any of them) for every word the case has one for (all of them)."""
     parts = ["(" + " | ".join(_lexeme(w) for w in stems) + ")" for _, stems in sorted(groups.items()) if stems]
     return " & ".join(parts) or None
 
@@ -89,8 +89,13 @@ async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) ->
     """One page of hits, and how many there are in all."""
     query = checked_query(search.query)
     groups: dict[int, list[str]] = {}
-    for i, word in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
-        groups.setdefault(i, []).append(word)
+    corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
+    for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
+        if word is not None:
+            groups.setdefault(i, []).append(word)
+        corrected |= not exact
+    if not corrected:
+        groups = {}  # every word is the case's own: similar spellings would find what full text found
     identifier = query.lower() if _ID.match(query.lower()) and len(query) <= 96 else ""
     rows = (await connection.execute(text(_SEARCH), {
         "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),

@@ -13,7 +13,7 @@ from shared import search_text
 # The least trigram similarity of two normalised claim texts flagged (tuned by `threadline bench search`:
 # restatements — word order, case, punctuation, a word or a number's form changed — score above it,
 # claims about other things below).
-THRESHOLD = 0.55
+THRESHOLD = 0.7
 PER_ITEM = 3  # the most similar records flagged for each staged item
 MOST = 24  # flagged in one answer at most
 

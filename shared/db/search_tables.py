@@ -30,9 +30,11 @@ search_records = Table(
     PrimaryKeyConstraint("case_id", "kind", "record_id", "proposal_id"),
 )
 Index("ix_search_records_id", search_records.c.case_id, search_records.c.record_id)
-Index("ix_search_records_tsv", search_records.c.tsv, postgresql_using="gin")
+# The GIN indexes take each change at once (no pending list a search would read through after many writes).
+Index("ix_search_records_tsv", search_records.c.tsv, postgresql_using="gin", postgresql_with={"fastupdate": "off"})
 Index("ix_search_records_claim_text", search_records.c.dup_key, postgresql_using="gin",
-      postgresql_ops={"dup_key": "gin_trgm_ops"}, postgresql_where=search_records.c.kind == "claim")
+      postgresql_ops={"dup_key": "gin_trgm_ops"}, postgresql_where=search_records.c.kind == "claim",
+      postgresql_with={"fastupdate": "off"})
 Index("ix_search_records_source_url", search_records.c.case_id, search_records.c.dup_key,
       postgresql_where=search_records.c.kind == "source")
 
@@ -44,4 +46,5 @@ search_words = Table(  # the stems of a case's indexed texts, and in how many re
     Column("n", Integer, nullable=False),
     PrimaryKeyConstraint("case_id", "word"),
 )
-Index("ix_search_words_trgm", search_words.c.word, postgresql_using="gin", postgresql_ops={"word": "gin_trgm_ops"})
+Index("ix_search_words_trgm", search_words.c.word, postgresql_using="gin", postgresql_ops={"word": "gin_trgm_ops"},
+      postgresql_with={"fastupdate": "off"})

@@ -76,7 +76,7 @@ async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack
         (flag,) = staged["possibleDuplicates"]
         assert flag["itemId"] == "c-restated" and flag["of"] == {"kind": "claim", "id": "c-original",
                                                                  "status": "canonical"}
-        assert 0.55 <= flag["similarity"] <= 1
+        assert 0.7 <= flag["similarity"] <= 1
 
         # A staged source with a known URL (spelt differently) is flagged too; and a pending claim counts.
         again = await agent.stage("stage_sources", sources=[source_item(

@@ -96,9 +96,20 @@ def content_words(text: str) -> list[str]:
     return [w for w in _WORDS.findall(text) if w.lower() not in STOP and len(w) >= 4]
 
 
+# The generator's boilerplate: its templates' own words and its small closed lists (documents, verbs, company
+# suffixes). A claim's specifics are the rest — who, what, where, how much, when — which is what an agent
+# searching for a claim types; boilerplate fills in only when a claim has fewer than four specifics.
+BOILERPLATE = {w.lower() for w in _WORDS.findall(" ".join((*_TEMPLATES, *_DOCUMENTS, *_UP, *_DOWN, *_SUFFIXES,
+                                                           "million tonnes units")))}
+
+
 def four_words(text: str, rng: random.Random) -> list[str]:
+    """Four of the claim's words, at random among its specifics first."""
     words = list(dict.fromkeys(content_words(text)))
-    return rng.sample(words, min(4, len(words)))
+    specific = [w for w in words if w.lower() not in BOILERPLATE]
+    chosen = rng.sample(specific, min(4, len(specific)))
+    rest = [w for w in words if w not in chosen]
+    return chosen + rng.sample(rest, min(4 - len(chosen), len(rest)))
 
 
 def misspelled(word: str, rng: random.Random) -> str:

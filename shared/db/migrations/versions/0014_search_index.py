@@ -30,11 +30,12 @@ END $$
 """
 
 # Each stem of a query (parsed and stemmed as the index parses text: stop words dropped), numbered, and the
-# case's indexed stems that stand for it: itself, and for a word (not a number) the `p_each` stems spelled
-# most like it (trigram similarity at least `p_floor`), each looked up by the trigram index.
+# case's indexed stems that stand for it: the stem itself when the case holds it; else, for a word (not a
+# number) of three letters or more, the `p_each` stems spelled most like it (trigram similarity at least
+# `p_floor`), looked up by the trigram index; `exact` says which, and a word with neither is one row of no word.
 SIMILAR_WORDS = """
 CREATE FUNCTION threadline_similar_words(p_case text, p_query text, p_floor real, p_words int, p_each int)
-RETURNS TABLE (i int, word text)
+RETURNS TABLE (i int, word text, exact boolean)
 LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
@@ -45,12 +46,18 @@ BEGIN
   FOR w IN SELECT unnest(tsvector_to_array(to_tsvector('english', p_query))) LOOP
     k := k + 1;
     EXIT WHEN k > p_words;
-    RETURN QUERY SELECT k, x.word::text FROM search_words x WHERE x.case_id = p_case AND x.word = w AND x.n > 0;
-    IF w !~ '[0-9]' THEN
-      RETURN QUERY SELECT k, s.word::text FROM (
+    IF EXISTS (SELECT 1 FROM search_words x WHERE x.case_id = p_case AND x.word = w AND x.n > 0) THEN
+      RETURN QUERY SELECT k, w, true;
+    ELSIF w !~ '[0-9]' AND length(w) >= 3 THEN
+      RETURN QUERY SELECT k, s.word::text, false FROM (
         SELECT x.word FROM search_words x
-        WHERE x.word % w AND x.case_id = p_case AND x.n > 0 AND x.word <> w
+        WHERE x.word % w AND x.case_id = p_case AND x.n > 0
         ORDER BY similarity(x.word, w) DESC, x.word LIMIT p_each) AS s;
+      IF NOT FOUND THEN
+        RETURN QUERY SELECT k, NULL::text, false;
+      END IF;
+    ELSE
+      RETURN QUERY SELECT k, NULL::text, false;
     END IF;
   END LOOP;
 END $$
@@ -73,9 +80,11 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('case_id', 'kind', 'record_id', 'proposal_id', name=op.f('pk_search_records'))
     )
     op.create_index('ix_search_records_id', 'search_records', ['case_id', 'record_id'])
-    op.create_index('ix_search_records_tsv', 'search_records', ['tsv'], postgresql_using='gin')
+    op.create_index('ix_search_records_tsv', 'search_records', ['tsv'], postgresql_using='gin',
+                    postgresql_with={'fastupdate': 'off'})
     op.create_index('ix_search_records_claim_text', 'search_records', ['dup_key'], postgresql_using='gin',
-                    postgresql_ops={'dup_key': 'gin_trgm_ops'}, postgresql_where=sa.text("kind = 'claim'"))
+                    postgresql_ops={'dup_key': 'gin_trgm_ops'}, postgresql_where=sa.text("kind = 'claim'"),
+                    postgresql_with={'fastupdate': 'off'})
     op.create_index('ix_search_records_source_url', 'search_records', ['case_id', 'dup_key'],
                     postgresql_where=sa.text("kind = 'source'"))
     op.create_table('search_words',
@@ -85,7 +94,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('case_id', 'word', name=op.f('pk_search_words'))
     )
     op.create_index('ix_search_words_trgm', 'search_words', ['word'], postgresql_using='gin',
-                    postgresql_ops={'word': 'gin_trgm_ops'})
+                    postgresql_ops={'word': 'gin_trgm_ops'}, postgresql_with={'fastupdate': 'off'})
     op.execute(SIMILAR_CLAIMS)
     op.execute(SIMILAR_WORDS)
     # Every view is rebuilt from the ledger (the search index with it) when next applied or read.
