@@ -116,6 +116,18 @@ async def test_one_real_path_through_every_service(system):
             assert decided.json()["revision"] == start + 1
             after = (await client.call_tool("get_workspace", {})).structured_content
             assert after["workspaceRevision"] == start + 1
+            # Search (the projection's index, kept from the events the embedded NATS delivered) and its reads.
+            for _ in range(100):
+                found = (await client.call_tool("search_workspace", {"expectedCaseId": "skeleton",
+                                                                     "query": "annual-report"})).structured_content
+                if found["total"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert [h["id"] for h in found["hits"]] == ["annual-report"] and found["hits"][0]["match"] == "id"
+            searched = await reviewer.get("/api/v1/cases/skeleton/search", params={"q": "annual-report"})
+            assert searched.status_code == 200 and searched.json()["total"] == 1
+            read = await client.call_tool("inspect_claims", {"expectedCaseId": "skeleton", "claimIds": ["none-yet"]})
+            assert read.structured_content["unknownClaimIds"] == ["none-yet"]
 
             preview = await client.call_tool(
                 "propose_claim_delta_from_source",
