@@ -34,9 +34,12 @@ async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: Projection
             data = envelope["data"]
             await apply_revision(uow, data["caseId"], data["revision"], data["changes"])
         elif envelope["type"] == EventType.PROPOSAL_STAGED.value:  # its pending items, for search
-            await uow.search.stage(envelope["data"]["caseId"], envelope["data"]["proposalId"])
+            data = envelope["data"]
+            await uow.views.lock(data["caseId"])  # after (or before) a rebuild of the case, never during one
+            await uow.search.stage(data["caseId"], data["proposalId"])
         elif envelope["type"] == EventType.PROPOSAL_DECIDED.value:
             data = envelope["data"]
+            await uow.views.lock(data["caseId"])
             await uow.search.decide(data["caseId"], data["proposalId"], [*data["accepted"], *data["rejected"]])
         await uow.commit()
     return True
