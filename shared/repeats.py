@@ -35,6 +35,7 @@ _BY_KIND: dict[Repeat, tuple[Command, ...]] = {
     Repeat.ADDS: (Command.ADD_GUIDANCE, Command.ADD_SOURCE_FILE, Command.ADD_THESIS_CLAIM, Command.REGISTER_WEBHOOK),
 }
 REPEAT: dict[Command, Repeat] = {command: kind for kind, commands in _BY_KIND.items() for command in commands}
+REPEAT |= {c: Repeat.READ for c in (Command.SEARCH_WORKSPACE, Command.INSPECT_CLAIMS, Command.CASE_SEARCH)}
 
 _AFTER_LOST_ANSWER = {
     Repeat.READ: "retry: a read changes nothing",

@@ -28,7 +28,9 @@ from shared.subjects import Subjects
 
 PROJECTION_CONSUMER = "projection"
 WEBHOOKS_CONSUMER = "webhooks"
-PROJECTION_EVENT = EventType.LEDGER_CHANGED  # all the read models need: each case's ledger changes
+PROJECTION_EVENT = EventType.LEDGER_CHANGED  # all the case views need: each case's ledger changes
+# ... and the search index: proposals staged (their pending items) and decided
+PROJECTION_EVENTS = (PROJECTION_EVENT, EventType.PROPOSAL_STAGED, EventType.PROPOSAL_DECIDED)
 
 
 def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamConfig:
@@ -50,17 +52,18 @@ def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamC
     )
 
 
-def _durable(name: str, description: str, filter_subject: str) -> ConsumerConfig:
+def _durable(name: str, description: str, filter_subject: str | list[str]) -> ConsumerConfig:
     """A service's durable pull consumer: every event from the stream's start, each acknowledged
     explicitly once its effect committed, redelivered until it is (no delivery limit)."""
     return ConsumerConfig(durable_name=name, description=description, deliver_policy=DeliverPolicy.ALL,
                           ack_policy=AckPolicy.EXPLICIT, ack_wait=30.0, max_deliver=-1, max_ack_pending=1000,
-                          filter_subject=filter_subject)
+                          **({"filter_subjects": filter_subject} if isinstance(filter_subject, list)
+                             else {"filter_subject": filter_subject}))
 
 
 def projection_consumer_config(settings: Settings) -> ConsumerConfig:
     return _durable(PROJECTION_CONSUMER, "The projection service's read models",
-                    Subjects(settings.nats_prefix).case_event("*", PROJECTION_EVENT))
+                    [Subjects(settings.nats_prefix).case_event("*", event) for event in PROJECTION_EVENTS])
 
 
 def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:

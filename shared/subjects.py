@@ -68,6 +68,10 @@ class Command(StrEnum):
     DELETE_WEBHOOK = "delete_webhook"
     LIST_DELIVERIES = "list_deliveries"
     REDELIVER = "redeliver"
+    # projection: search (agents' tools, reviewers' case search)
+    SEARCH_WORKSPACE = "search_workspace"
+    INSPECT_CLAIMS = "inspect_claims"
+    CASE_SEARCH = "case_search"
 
 
 OWNER: dict[Command, Service] = {
@@ -85,6 +89,7 @@ OWNER: dict[Command, Service] = {
                                          Command.DECIDE_DELTA)},
     **{c: Service.WEBHOOKS for c in (Command.REGISTER_WEBHOOK, Command.LIST_WEBHOOKS, Command.GET_WEBHOOK,
                                      Command.DELETE_WEBHOOK, Command.LIST_DELIVERIES, Command.REDELIVER)},
+    **{c: Service.PROJECTION for c in (Command.SEARCH_WORKSPACE, Command.INSPECT_CLAIMS, Command.CASE_SEARCH)},
 }
 
 

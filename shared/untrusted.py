@@ -59,6 +59,12 @@ AGENT_WRITTEN: dict[str, tuple[tuple[str, ...], ...]] = {
         ("delta", "claims", "*", "*", "before", "text"),
         ("delta", "affectedClaims", "*", "text"),
     ),
+    "search_workspace": (("hits", "*", "snippet"),),
+    "inspect_claims": (
+        *(("claims", "*", field) for field in ("text", "transformationNote", "proposalRationale")),
+        ("claims", "*", "sources", "*", "title"),
+        ("claims", "*", "groups", "*", "label"),
+    ),
 }
 
 

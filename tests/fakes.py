@@ -139,7 +139,7 @@ class FakeLedger:
         return facts
 
     async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
-                          digest: str) -> StageFacts | None:
+                          digest: str, compared: tuple[list[str], list[str]] = ([], [])) -> StageFacts | None:
         found = self.store.cases.get(case_id)
         if found is None:
             return None
@@ -234,6 +234,9 @@ class FakeProposals:
             [StoredItem(item_id, i, payload) for i, (item_id, payload) in enumerate(proposal.items)],
             proposal.staged_revision,
         )
+
+    async def possible_duplicates(self, case_id: str, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        return {}  # flagged by staging's SQL only (tests/e2e/test_search.py)
 
     async def case_of(self, proposal_id: str) -> str | None:
         found = self.store.proposals.get(proposal_id)

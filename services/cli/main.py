@@ -328,6 +328,24 @@ def bench_scale(
     _report(report, as_json, scale_tables(report))
 
 
+@bench_app.command("search")
+def bench_search(
+    claims: Annotated[int, typer.Option(min=100, max=200_000, help="Claims in the largest case (also 100, 3,000).")] = 30_000,
+    samples: Annotated[int, typer.Option(min=10, max=2000, help="Claims sampled for queries and duplicates.")] = 200,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the bench's cases afterwards.")] = False,
+    as_json: AsJson = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Search latency by kind of query, recall@3 and possible-duplicate detection on cases of 100, 3,000 and N claims."""
+    from rich.console import Console
+
+    from services.cli.bench.search_bench import SearchOptions, run_search, search_tables
+
+    report = _run(run_search(_settings(data_dir), SearchOptions(claims=claims, samples=samples, keep=keep),
+                             Console(stderr=True)))
+    _report(report, as_json, search_tables(report))
+
+
 @bench_app.command("agents")
 def bench_agents(
     agents: Annotated[int, typer.Option(min=1, help="Agents reading, thinking and staging.")] = 8,

@@ -122,7 +122,8 @@ def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir 
         console.print(f"\n{item['itemId']} ({item['status']})", style="bold")
         console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
         for similar in item.get("possibleDuplicates", []):
-            console.print(f"possible duplicate of {similar['status']} {similar['kind']} {similar['id']} "
+            of = similar["of"]
+            console.print(f"possible duplicate of {of['status']} {of['kind']} {of['id']} "
                           f"(similarity {similar['similarity']:.2f})", style="yellow", markup=False)
         preview = item.get("wouldChange")
         if preview:

@@ -26,7 +26,17 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway import feed, history_api, history_ui, http_api, metrics, queue_ui, ui
+from services.gateway import (
+    feed,
+    history_api,
+    history_ui,
+    http_api,
+    metrics,
+    queue_ui,
+    search_api,
+    search_ui,
+    ui,
+)
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import http_error, invalid_argument, routing_error
@@ -229,10 +239,12 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.state.gateway = gateway
     app.include_router(http_api.router)
     app.include_router(history_api.router)
+    app.include_router(search_api.router)
     app.include_router(feed.router)
     app.include_router(ui.router)
     app.include_router(history_ui.router)
     app.include_router(queue_ui.router)
+    app.include_router(search_ui.router)
     app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
 
     @app.exception_handler(ThreadlineError)

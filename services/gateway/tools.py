@@ -18,6 +18,8 @@ COMMAND_OF_TOOL: dict[str, Command] = {
     "set_focus": Command.SET_FOCUS,
     "propose_claim_delta_from_source": Command.PROPOSE_CLAIM_DELTA,
     "get_company_context": Command.GET_COMPANY_CONTEXT,
+    "search_workspace": Command.SEARCH_WORKSPACE,
+    "inspect_claims": Command.INSPECT_CLAIMS,
 }
 
 

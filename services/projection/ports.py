@@ -91,4 +91,5 @@ class ProjectionUnitOfWork(UnitOfWork):
     reads: Reads
     views: Views
     theses: Theses
+    search: Any  # services.projection.search_index.SqlSearchIndex
     default_case: str | None  # the active case of agents no operator assigned

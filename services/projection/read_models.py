@@ -20,9 +20,9 @@ from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import GROUP_COUNTS, ORIGINS, UNRESOLVED, ClaimRow, SourceRow, ViewState
 from shared.events import EventType
 from shared.health import origin
-from shared.streams import PROJECTION_EVENT
+from shared.streams import PROJECTION_EVENTS
 
-APPLIED = (PROJECTION_EVENT,)  # the only events the projection's consumer is given (its subject filter)
+APPLIED = PROJECTION_EVENTS  # the only events the projection's consumer is given (its subject filter)
 
 
 async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: ProjectionUnitOfWork) -> bool:
@@ -33,6 +33,14 @@ async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: Projection
         if envelope["type"] == EventType.LEDGER_CHANGED.value:
             data = envelope["data"]
             await apply_revision(uow, data["caseId"], data["revision"], data["changes"])
+        elif envelope["type"] == EventType.PROPOSAL_STAGED.value:  # its pending items, for search
+            data = envelope["data"]
+            await uow.views.lock(data["caseId"])  # after (or before) a rebuild of the case, never during one
+            await uow.search.stage(data["caseId"], data["proposalId"])
+        elif envelope["type"] == EventType.PROPOSAL_DECIDED.value:
+            data = envelope["data"]
+            await uow.views.lock(data["caseId"])
+            await uow.search.decide(data["caseId"], data["proposalId"], [*data["accepted"], *data["rejected"]])
         await uow.commit()
     return True
 
@@ -75,6 +83,7 @@ async def rebuild_case(uow: ProjectionUnitOfWork, case_id: str) -> None:
     case = await uow.reads.case_row(case_id)
     snapshot = await uow.reads.snapshot(case_id, case.revision)
     await uow.views.replace_all(case_id, view_rows.case_rows(snapshot))
+    await uow.search.rebuild(case_id)
 
 
 async def rebuild(uow: ProjectionUnitOfWork) -> int:
@@ -97,6 +106,7 @@ class Change:
     def __init__(self, uow: ProjectionUnitOfWork, case_id: str, revision: int, verdict_id: str | None) -> None:
         self.views = uow.views
         self.reads = uow.reads
+        self.search = uow.search
         self.case_id = case_id
         self.revision = revision
         self.verdict_id = verdict_id
@@ -118,6 +128,7 @@ class Change:
         await self._end_relations(ended["relation"])
         await self._end_groups(ended["group"])
         await self._add_sources(changes.get("sourcesAdded", []))
+        await self.search.apply_change(self.case_id, changes)
         await self._add_claims(changes.get("claimsAdded", []))
         bases = {b for c in changes.get("claimsAdded", []) for b in c.get("bases", [])}
         await self._add_relations(changes.get("relationsAdded", []), bases)

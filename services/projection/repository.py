@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
+from services.projection.search_index import SqlSearchIndex
 from services.projection.thesis_repository import SqlTheses
 from services.projection.view_repository import SqlViews
 from shared.db.queries import (
@@ -420,6 +421,7 @@ class SqlProjectionUnitOfWork(SqlUnitOfWork, ProjectionUnitOfWork):
         self.reads = SqlReads(connection)
         self.views = SqlViews(connection)
         self.theses = SqlTheses(connection)
+        self.search = SqlSearchIndex(connection)
 
     @classmethod
     def of(cls, ctx: ServiceContext, meta: Meta) -> SqlProjectionUnitOfWork:

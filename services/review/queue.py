@@ -13,6 +13,7 @@ from typing import Any
 
 from services.review import views
 from services.review.domain import StoredProposal
+from services.review.duplicate_views import with_possible_duplicates
 from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import QueueQuery
 from shared.contracts import Decide, ListProposals
@@ -72,7 +73,7 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
     page = await uow.proposals.with_items(await uow.queue.page(wanted))
     more, page = len(page) > cmd.limit, page[: cmd.limit]
     decided = await uow.proposals.decisions_of([p.proposal_id for p in page])
-    flagged = await uow.queue.possible_duplicates([p.proposal_id for p in page])
+    flagged = await uow.proposals.possible_duplicates(cmd.case_id, [p.proposal_id for p in page])
     return {
         "caseId": cmd.case_id,
         "revision": found_case["revision"],
@@ -84,12 +85,6 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
         "nextCursor": encode_cursor(page[-1], fingerprint) if more else None,
     }
 
-
-def with_possible_duplicates(view: dict[str, Any], flagged: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, Any]:
-    """A proposal's view with, beside each item, what staging flagged it as resembling (most similar first)."""
-    for item in view["items"]:
-        item["possibleDuplicates"] = flagged.get((view["proposalId"], item["itemId"]), [])
-    return view
 
 
 # --- "a duplicate of X" -----------------------------------------------------------------------------

@@ -98,32 +98,6 @@ class SqlQueue:
         """How many proposals the query's filters match, on every page."""
         return (await self.connection.execute(_filtered(select(func.count()).select_from(proposals), wanted))).scalar_one()
 
-    async def possible_duplicates(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-        """Per (proposal, item), what staging flagged it as resembling, the most similar first."""
-        if not proposal_ids:
-            return {}
-        pd, staged = possible_duplicates.c, proposal_items.alias("staged")
-        # Beside each, what the record says (a claim's text, a source's title), canonical or still staged.
-        said = func.coalesce(claims.c.text, sources.c.title, staged.c.payload["text"].astext,
-                             staged.c.payload["title"].astext)
-        rows = await self.connection.execute(
-            select(possible_duplicates, said.label("said"))
-            .select_from(possible_duplicates.join(proposals, proposals.c.proposal_id == pd.proposal_id)
-                         .outerjoin(claims, and_(pd.of_kind == "claim", claims.c.case_id == proposals.c.case_id,
-                                                 claims.c.claim_id == pd.of_id))
-                         .outerjoin(sources, and_(pd.of_kind == "source", sources.c.case_id == proposals.c.case_id,
-                                                  sources.c.source_id == pd.of_id))
-                         .outerjoin(staged, and_(staged.c.proposal_id == pd.of_proposal_id,
-                                                 staged.c.item_id == pd.of_id)))
-            .where(pd.proposal_id.in_(proposal_ids))
-            .order_by(pd.proposal_id, pd.item_id, pd.rank))
-        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in rows:
-            found.setdefault((r.proposal_id, r.item_id), []).append(
-                {"kind": r.of_kind, "id": r.of_id, "status": r.of_status, "proposalId": r.of_proposal_id,
-                 "similarity": round(r.similarity, 3), "text": r.said})
-        return found
-
     async def records_named(self, case_id: str, record: str, ids: Sequence[str]) -> dict[str, str]:
         """Of `ids`, the `record`s (claim or source) the case has: canonical ones (`canonical`, or their status
         when retired or superseded), else staged in an undecided item of a pending proposal (`pending`)."""

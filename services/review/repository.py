@@ -9,6 +9,7 @@ from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.review import duplicate_views
 from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.history_repository import SqlHistory
 from services.review.ledger_repository import SqlLedger
@@ -148,6 +149,9 @@ class SqlProposals:
     async def case_of(self, proposal_id: str) -> str | None:
         row = await self.connection.execute(select(proposals.c.case_id).where(proposals.c.proposal_id == proposal_id))
         return row.scalar_one_or_none()
+
+    async def possible_duplicates(self, case_id: str, proposal_ids: Sequence[str]) -> duplicate_views.Flags:
+        return await duplicate_views.possible_duplicates(self.connection, case_id, proposal_ids)
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
         column = proposals.c.proposal_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, graph, queue, views
+from services.review import domain, duplicate_views, graph, queue, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
 from shared.as_of import check_as_of
@@ -219,11 +219,12 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         facts = await uow.ledger.facts(proposal.case_id, found_case["revision"], domain.refs_of(proposal, pending))
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
         cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
-        flagged = await uow.queue.possible_duplicates([proposal.proposal_id])
+        flags = await uow.proposals.possible_duplicates(proposal.case_id, [proposal.proposal_id])
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
     evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
-    view = queue.with_possible_duplicates(views.proposal_view(
-        proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []), evidence=evidence), flagged)
+    view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
+                               evidence=evidence)
+    view = duplicate_views.with_possible_duplicates(view, flags)
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 

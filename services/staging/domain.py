@@ -35,6 +35,7 @@ class Proposal:
     correlation_id: str | None
     request_digest: str
     items: list[tuple[str, dict[str, Any]]]  # (item id, the item as the call carried it)
+    duplicates: list[dict[str, Any]] = field(default_factory=list)  # possibleDuplicates, stored with it
 
     @property
     def item_ids(self) -> list[str]:
@@ -62,6 +63,8 @@ class StageFacts:
     facts: LedgerFacts
     prior: Prior | None = None
     since_pin: dict[str, dict[str, Any]] = field(default_factory=dict)  # change kind → {count, first}
+    similar_claims: list[list[Any]] = field(default_factory=list)  # services/staging/duplicates.py
+    same_urls: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def refusal(found: list[Problem]) -> InvalidArgument:
 
 
 def new_proposal(kind: ItemKind, args: Pinned, *, revision: int, actor: Actor, correlation_id: str | None,
-                 digest: str) -> Proposal:
+                 digest: str, duplicates: list[dict[str, Any]] | None = None) -> Proposal:
     return Proposal(
         proposal_id=str(uuid.uuid4()),
         case_id=args.expected_case_id,
@@ -159,6 +162,7 @@ def new_proposal(kind: ItemKind, args: Pinned, *, revision: int, actor: Actor, c
         correlation_id=correlation_id,
         request_digest=digest,
         items=[(kind.id_of(item), item.model_dump(mode="json", by_alias=True)) for item in kind.items_of(args)],
+        duplicates=duplicates or [],
     )
 
 
@@ -167,7 +171,8 @@ NEXT = ("A reviewer will accept or reject each item; nothing canonical changes u
 
 
 def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], *, pinned: int, revision: int,
-                since_pin: dict[str, dict[str, Any]] | None = None, replayed: bool = False) -> dict[str, Any]:
+                since_pin: dict[str, dict[str, Any]] | None = None, replayed: bool = False,
+                possible_duplicates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the agent is told: the proposal, its pending items, where it was pinned and stored, and what
     changed in between when it was rebased."""
     view: dict[str, Any] = {
@@ -179,6 +184,7 @@ def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], 
         "workspaceRevision": revision,
         "items": [{"itemId": item_id, "status": "pending"} for item_id in item_ids],
     }
+    view["possibleDuplicates"] = possible_duplicates or []
     if replayed:
         view["replayed"] = True
     if revision > pinned and since_pin is not None:

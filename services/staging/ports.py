@@ -17,7 +17,7 @@ class LedgerMoved(Exception):
 
 class StageReads(Protocol):
     async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
-                          digest: str) -> StageFacts | None:
+                          digest: str, compared: tuple[list[str], list[str]] = ([], [])) -> StageFacts | None:
         """The case's revision and the facts a call needs (None when there is no such case)."""
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from services.staging import duplicates
 from services.staging.domain import CHANGED_IDS, RECORD_ID_KEYS, Prior, Proposal, StageFacts
 from services.staging.ports import REPLAYED, STORED, LedgerMoved, StagingUnitOfWork
 from shared import outbox
@@ -39,12 +40,23 @@ SELECT c.revision,
                  (array_agg(coalesce({RECORD_ID}) ORDER BY log.revision))[1:$9] AS first
           FROM change_log log, jsonb_each(log.changes) AS change, jsonb_array_elements(change.value) AS record
           WHERE log.case_id = $1 AND log.revision > $6
-          GROUP BY change.key) AS digest) END AS since_pin
+          GROUP BY change.key) AS digest) END AS since_pin,""" + duplicates.SIMILAR_COLUMNS + """
 FROM cases c WHERE c.case_id = $1
 """
 
-STAGE_WRITE = "SELECT outcome, proposal_id::text FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, " \
-              "$11, $12, $13, $14, $15)"
+# The proposal, its items and its event (threadline_stage), and in the same statement the possible duplicates
+# flagged for its items ($16) when it was stored.
+STAGE_WRITE = """
+WITH staged AS (SELECT outcome, proposal_id FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                                                                  $13, $14, $15)),
+flagged AS (
+  INSERT INTO possible_duplicates (proposal_id, item_id, rank, of_kind, of_id, of_status, of_proposal_id, similarity)
+  SELECT $3::uuid, d.item_id, d.rank, d.of_kind, d.of_id, d.of_status, d.of_proposal_id::uuid, d.similarity
+  FROM staged, jsonb_to_recordset($16::jsonb) AS d(item_id text, rank int, of_kind text, of_id text, of_status text,
+                                                   of_proposal_id text, similarity float8)
+  WHERE staged.outcome = 'stored')
+SELECT outcome, proposal_id::text FROM staged
+"""
 
 
 class PgStageReads:
@@ -53,10 +65,10 @@ class PgStageReads:
         self.changed_ids = changed_ids
 
     async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
-                          digest: str) -> StageFacts | None:
+                          digest: str, compared: tuple[list[str], list[str]] = ([], [])) -> StageFacts | None:
         row = await self.connection.fetchrow(
             STAGE_FACTS, case_id, list(refs.sources), list(refs.claims), list(refs.relations), list(refs.groups),
-            pin, agent, digest, self.changed_ids,
+            pin, agent, digest, self.changed_ids, compared[0], duplicates.THRESHOLD, compared[1],
         )
         if row is None:
             return None
@@ -76,7 +88,8 @@ class PgStageReads:
                 table.add(record_id)
                 facts.history[(record, record_id)] = RecordHistory(status, introduced, ended)
         prior = Prior(*row["prior"][:4], item_ids=row["prior"][4] or []) if row["prior"] else None
-        return StageFacts(row["revision"], facts, prior, row["since_pin"] or {})
+        return StageFacts(row["revision"], facts, prior, row["since_pin"] or {}, row["similar_claims"],
+                          row["same_urls"])
 
 
 class PgProposals:
@@ -94,7 +107,7 @@ class PgProposals:
             STAGE_WRITE, proposal.case_id, proposal.staged_revision, proposal.proposal_id, proposal.kind,
             proposal.pinned_revision, proposal.agent_name, proposal.token_id, proposal.correlation_id,
             proposal.request_digest, [list(item) for item in proposal.items], event.event_id, event.subject,
-            event.event_type.value, event.envelope, outbox.headers(event),
+            event.event_type.value, event.envelope, outbox.headers(event), duplicates.rows(proposal.duplicates),
         )
         if outcome == "moved":
             raise LedgerMoved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.staging import domain
+from services.staging import domain, duplicates
 from services.staging.ports import REPLAYED, LedgerMoved, StagingUnitOfWork
 from shared.contracts import Pinned, ToolRequest
 from shared.events import ProposalStaged, case
@@ -33,23 +33,27 @@ async def _stage_once(kind: ItemKind, request: ToolRequest[Pinned], uow: Staging
     case_id, pin = args.expected_case_id, args.expected_revision
     items = kind.items_of(args)
     digest = domain.request_digest(kind, args)
+    claim_ids, claim_keys, source_ids, urls = duplicates.keys(
+        [(kind.record, kind.id_of(item), _compared(kind, item)) for item in items])
     async with uow:
         found = await uow.ledger.stage_facts(case_id, pin, References.union(map(kind.references, items)), agent,
-                                             digest)
+                                             digest, (claim_keys, urls))
         if found is None:
             raise domain.no_case(case_id)
         revision = found.revision
         domain.check_pin(expected_case_id=case_id, discovered_case_id=request.discovered_case_id,
                          expected_revision=pin, revision=revision)
         if found.prior is not None:
-            return _replayed(case_id, found.prior, revision)
+            return _replayed(case_id, found.prior, revision, duplicates.flagged(
+                claim_ids, found.similar_claims, source_ids, found.same_urls, own_proposal=found.prior.proposal_id))
         problems = kind.problems(args, found.facts)
         if changes := domain.changed_since_pin(kind, items, found.facts, pin):
             raise domain.stale(changes, problems, pin, revision)
         if problems:
             raise domain.refusal(problems)
+        flags = duplicates.flagged(claim_ids, found.similar_claims, source_ids, found.same_urls)
         proposal = domain.new_proposal(kind, args, revision=revision, actor=request.actor,
-                                       correlation_id=uow.origin.correlation_id, digest=digest)
+                                       correlation_id=uow.origin.correlation_id, digest=digest, duplicates=flags)
         uow.proposals.add(proposal)
         uow.emit(case(case_id), ProposalStaged(
             case_id=case_id, proposal_id=proposal.proposal_id, kind=kind.name, item_ids=proposal.item_ids,
@@ -58,11 +62,17 @@ async def _stage_once(kind: ItemKind, request: ToolRequest[Pinned], uow: Staging
         outcome = await uow.commit()
     if isinstance(outcome, tuple) and outcome[0] == REPLAYED:  # an identical call stored first, just now
         return domain.staged_view(case_id, outcome[1], kind.name, proposal.item_ids, pinned=pin, revision=revision,
-                                  replayed=True)
+                                  replayed=True, possible_duplicates=flags)
     return domain.staged_view(case_id, proposal.proposal_id, kind.name, proposal.item_ids, pinned=pin,
-                              revision=revision, since_pin=found.since_pin)
+                              revision=revision, since_pin=found.since_pin, possible_duplicates=flags)
 
 
-def _replayed(case_id: str, prior: domain.Prior, revision: int) -> dict[str, Any]:
+def _compared(kind: ItemKind, item: Any) -> dict[str, Any]:
+    """What an item is compared by for possible duplicates (a verdict patch: its claim)."""
+    payload = item.model_dump(mode="json", by_alias=True)
+    return payload["claim"] if kind.name == "verdict" else payload
+
+
+def _replayed(case_id: str, prior: domain.Prior, revision: int, flags: list[dict[str, Any]]) -> dict[str, Any]:
     return domain.staged_view(case_id, prior.proposal_id, prior.kind, prior.item_ids, pinned=prior.pinned_revision,
-                              revision=revision, replayed=True)
+                              revision=revision, replayed=True, possible_duplicates=flags)

@@ -13,7 +13,7 @@ from shared.spec.validation import fast_check_for, validator_for
 
 SPEC_DIR = Path(__file__).parent
 SPEC_FILES = ("threadline-tools.json", "prism-tools.json")  # the contract, verbatim from ../shared/spec
-EXTENSION_FILES = ("company-context-tool.json",)  # tools Threadline adds, in the spec's style
+EXTENSION_FILES = ("company-context-tool.json", "search-tools.json")  # tools Threadline adds, in the spec's style
 
 # The title `tools/list` shows a host for a spec tool that carries none of its own (names, descriptions
 # and input schemas are served verbatim; MCP 2025-11-25 gives every tool a human-readable title).

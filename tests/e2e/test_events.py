@@ -40,19 +40,26 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     case_id = await some_traffic(stack)
     await wait_until_published(stack.db)
     await wait_until_projected(stack.settings)
+    index = ("SELECT kind, record_id, proposal_id, status, tsv::text, dup_key FROM search_records WHERE case_id = :case "
+             "ORDER BY 1, 2, 3")
     async with stack.db.engine.connect() as connection:
         live = await SqlViews(connection).everything(case_id)
+        live_index = (await connection.execute(text(index), {"case": case_id})).all()
     assert live["revision"] == 2
+    assert {(r.kind, r.status) for r in live_index} == {("source", "canonical"), ("claim", "canonical")}
     assert {c["name"]: c["value"] for c in live["view_counts"]}["claims"] == 3
     assert len(live["view_claims"]) == 3 and live["view_unresolved"][0]["type"] == "missing_verdict"
     async with stack.db.engine.begin() as connection:  # the rebuild must write every view itself
         await connection.execute(delete(case_views).where(case_views.c.case_id == case_id))
         await connection.execute(text("DELETE FROM view_claims WHERE case_id = :case"), {"case": case_id})
+        await connection.execute(text("DELETE FROM search_records WHERE case_id = :case"), {"case": case_id})
     rebuilt = await asyncio.to_thread(run, stack, "projection", "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
     async with stack.db.engine.connect() as connection:
         after = await SqlViews(connection).everything(case_id)
+        after_index = (await connection.execute(text(index), {"case": case_id})).all()
     assert after == live
+    assert after_index == live_index  # the search index too (the rejected item is pending no more)
 
 
 def json_lines(output: str) -> list[dict]:

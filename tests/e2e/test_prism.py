@@ -69,7 +69,7 @@ async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(s
     expected = [t for name in SPEC_FILES for t in json.loads((SPEC_DIR / name).read_text())["tools"]]
     async with stack.agent() as mcp:
         served = (await mcp.list_tools()).tools
-    assert [t.name for t in served] == [t["name"] for t in expected] + ["get_company_context"]
+    assert [t.name for t in served] == [t["name"] for t in expected] + ["get_company_context", "search_workspace", "inspect_claims"]
     for tool, spec in zip(served, expected, strict=False):
         assert (tool.name, tool.description, tool.input_schema) == (spec["name"], spec["description"],
                                                                    spec["inputSchema"])
@@ -79,7 +79,7 @@ async def test_tools_list_is_the_nine_spec_tools_verbatim_plus_company_context(s
     assert extra.input_schema["additionalProperties"] is False
 
     wire = await served_tools_json(stack)
-    assert [t["name"] for t in wire] == [t["name"] for t in expected] + ["get_company_context"]
+    assert [t["name"] for t in wire] == [t["name"] for t in expected] + ["get_company_context", "search_workspace", "inspect_claims"]
     for tool, spec in zip(wire, expected, strict=False):
         assert canonical(tool["inputSchema"]) == canonical(spec["inputSchema"]), tool["name"]
         assert tool["description"] == spec["description"]

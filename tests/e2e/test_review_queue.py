@@ -27,8 +27,8 @@ def _ids(listed: dict[str, Any]) -> list[str]:
 
 async def _flag(stack: Any, proposal_id: str, item_id: str, of_id: str, of_status: str = "canonical",
                 of_proposal: str | None = None) -> None:
-    """A possible duplicate as staging records it (the search helper's staging fills these rows; until it is
-    merged, the test records them itself, as staging would, in the table staging writes)."""
+    """A possible duplicate as staging records it, written here so that the queue's filter is tested apart from
+    the similarity threshold (tests/e2e/test_search.py stages real restatements)."""
     async with stack.db.engine.begin() as connection:
         await connection.execute(insert(possible_duplicates).values(
             proposal_id=proposal_id, item_id=item_id, rank=0, of_kind="claim", of_id=of_id, of_status=of_status,
@@ -73,11 +73,12 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         flagged = await _queue(stack, case, duplicates="true")
         assert _ids(flagged) == [wind["proposalId"]]
         assert flagged["proposals"][0]["items"][0]["possibleDuplicates"][0] == {
-            "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"], "similarity": 0.91,
-            "text": "Heat pumps cut emissions."}
+            "itemId": "wind", "similarity": 0.91, "flaggedAs": "pending", "of": {
+                "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"],
+                "text": "Heat pumps cut emissions."}}
         async with stack.api("reviewer") as api:
             shown = (await api.get(f"/api/v1/proposals/{wind['proposalId']}")).json()
-        assert shown["items"][0]["possibleDuplicates"][0]["id"] == "heat"
+        assert shown["items"][0]["possibleDuplicates"][0]["of"]["id"] == "heat"
         # Filters apply to decided proposals too.
         await decide(stack, heat["proposalId"], reject=["heat"], note="Say which pumps.")
         assert _ids(await _queue(stack, case, status="rejected", kind="claims")) == [heat["proposalId"]]

@@ -20,7 +20,7 @@ async def test_an_agent_host_uses_the_tools_over_stdio(stack):
     )
     async with Client(server) as client:
         tools = (await client.list_tools()).tools
-        assert len(tools) == 10 and tools[0].name == "get_workspace"
+        assert len(tools) == 12 and tools[0].name == "get_workspace"
         workspace = await client.call_tool("get_workspace", {})
         assert workspace.structured_content["caseId"] == case_id
         staged = await client.call_tool("stage_sources", {

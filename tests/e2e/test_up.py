@@ -75,7 +75,7 @@ async def test_tools_list_serves_the_nine_spec_tools_with_their_exact_schemas(sy
         served = (await client.list_tools()).tools
     assert len(expected) == 9
     # The nine spec tools, in order, then Threadline's one addition (get_company_context).
-    assert [tool.name for tool in served] == [tool["name"] for tool in expected] + ["get_company_context"]
+    assert [tool.name for tool in served] == [tool["name"] for tool in expected] + ["get_company_context", "search_workspace", "inspect_claims"]
     for tool, spec in zip(served[:9], expected, strict=True):
         assert tool.input_schema == spec["inputSchema"]
         assert tool.description == spec["description"]
@@ -116,6 +116,18 @@ async def test_one_real_path_through_every_service(system):
             assert decided.json()["revision"] == start + 1
             after = (await client.call_tool("get_workspace", {})).structured_content
             assert after["workspaceRevision"] == start + 1
+            # Search (the projection's index, kept from the events the embedded NATS delivered) and its reads.
+            for _ in range(100):
+                found = (await client.call_tool("search_workspace", {"expectedCaseId": "skeleton",
+                                                                     "query": "annual-report"})).structured_content
+                if found["total"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert [h["id"] for h in found["hits"]] == ["annual-report"] and found["hits"][0]["match"] == "id"
+            searched = await reviewer.get("/api/v1/cases/skeleton/search", params={"q": "annual-report"})
+            assert searched.status_code == 200 and searched.json()["total"] == 1
+            read = await client.call_tool("inspect_claims", {"expectedCaseId": "skeleton", "claimIds": ["none-yet"]})
+            assert read.structured_content["unknownClaimIds"] == ["none-yet"]
 
             preview = await client.call_tool(
                 "propose_claim_delta_from_source",

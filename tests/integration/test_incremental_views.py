@@ -16,7 +16,7 @@ from typing import Any, get_args
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import and_, select
+from sqlalchemy import and_, select, text
 
 from services.projection import domain, read_models, use_cases, view_rows, workspace
 from services.projection.repository import SqlProjectionUnitOfWork
@@ -238,7 +238,16 @@ class History:
         answer = await use_cases.get_workspace(ToolRequest(actor=AGENT, args=GetWorkspaceArgs(scope="all")),
                                                self.projection())
         async with self.projection().read() as uow:
-            return {"rows": await uow.views.everything(self.case_id), "workspace": answer}
+            rows = await uow.views.everything(self.case_id)
+            connection = uow.search.connection  # the search index too: its records and its words' counts
+            index = (await connection.execute(text(
+                "SELECT kind, record_id, proposal_id, status, headline, body, tsv::text, dup_key FROM search_records "
+                "WHERE case_id = :c ORDER BY kind, record_id, proposal_id"), {"c": self.case_id})).all()
+            words = (await connection.execute(text(
+                "SELECT word, n FROM search_words WHERE case_id = :c AND n <> 0 ORDER BY word"),
+                {"c": self.case_id})).all()
+            return {"rows": rows, "workspace": answer, "search": [tuple(r) for r in index],
+                    "words": [tuple(w) for w in words]}
 
 
 def claims_by_the_read_rules(snapshot: domain.LedgerSnapshot, focus: str, cap: int) -> dict[str, Any]:

@@ -85,7 +85,7 @@ async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_stil
         await remove_deployment(servers, settings)
 
 
-async def test_the_projection_is_given_ledger_changes_only_never_staged_proposals(stack):
+async def test_the_projection_is_given_ledger_changes_and_proposals_for_search_only(stack):
     async with agent_session(stack) as agent:
         await wait_until_published(stack.db)
         await wait_until_projected(stack.settings)
@@ -99,7 +99,13 @@ async def test_the_projection_is_given_ledger_changes_only_never_staged_proposal
             staged = await stream_events(stack.settings)
             assert sum(e["type"] == "threadline.proposal.staged" and e["data"]["caseId"] == agent.case_id
                        for e in staged) == 3
+            await wait_until_projected(stack.settings)
             info = await js.consumer_info(stack.settings.stream_name, "projection")
-            assert info.num_pending == 0 and info.delivered.consumer_seq == before
+            assert info.num_pending == 0 and info.delivered.consumer_seq == before + 3  # the staged proposals
+            async with stack.db.engine.connect() as conn:  # their pending items, which search finds
+                pending = (await conn.execute(text(
+                    "SELECT record_id FROM search_records WHERE case_id = :c AND status = 'pending'"),
+                    {"c": agent.case_id})).scalars().all()
+            assert sorted(pending) == ["staged-0", "staged-1", "staged-2"]
         finally:
             await connection.close()

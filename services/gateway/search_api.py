@@ -1,0 +1,55 @@
+"""The reviewers' case search over /api/v1: the hits search_workspace gives agents, from the same engine."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, get_args
+
+from fastapi import APIRouter, Query, Request
+
+from services.gateway import api_models as m
+from services.gateway.auth import Principal
+from services.gateway.http_api import READERS, CaseId, call, caller
+from shared.errors import InvalidArgument
+from shared.search_contracts import MAX_CURSOR, QUERY_CHARS, CaseSearch, SearchKind, SearchStatus
+from shared.subjects import Command
+
+router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
+KINDS = get_args(SearchKind)
+
+
+def search_kinds(kinds: str | None) -> list[str] | None:
+    """`kinds=claim,source` (or the parameter repeated): each a kind of record, else a refusal naming it."""
+    if kinds is None or not kinds.strip():
+        return None
+    named = list(dict.fromkeys(k.strip() for k in kinds.split(",") if k.strip()))
+    unknown = [k for k in named if k not in KINDS]
+    if unknown:
+        raise InvalidArgument(f"kinds: {unknown[0][:40]!r} is no kind of record (one of {', '.join(KINDS)})",
+                              field="kinds", hint=f"give kinds as a comma-separated list of {', '.join(KINDS)}")
+    return named
+
+
+def search_query(q: str) -> str:
+    if not q.strip():
+        raise InvalidArgument("q: give a word or an id to search for (it is blank)", field="q",
+                              hint="search by an id, or by words of a record's text")
+    return q
+
+
+@router.get("/cases/{case_id}/search", tags=["cases"], response_model=m.View)
+async def case_search(
+    case_id: CaseId,
+    request: Request,
+    q: Annotated[str, Query(min_length=1, max_length=QUERY_CHARS,
+                            description="An id (or the start of one), or words of a record's text.")],
+    kinds: Annotated[str | None, Query(max_length=80, description="Only these kinds of record, comma-separated: "
+                                                                  "source, claim, relation, group.")] = None,
+    status: Annotated[SearchStatus, Query(description="canonical (default), pending, retired or any.")] = "canonical",
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR, description="The page: a nextCursor.")] = None,
+    principal: Principal = caller(*READERS),
+) -> Any:
+    """Search the case: an exact or prefix id first, then records holding every word (English stemming), then
+    similar spellings; ten hits a page with `total` and `nextCursor`. Pending items name their proposal."""
+    return await call(request, Command.CASE_SEARCH, CaseSearch(
+        actor=principal.actor(), case_id=case_id, query=search_query(q), kinds=search_kinds(kinds), status=status,
+        cursor=cursor))

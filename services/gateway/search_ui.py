@@ -1,0 +1,40 @@
+"""The case page's search: the reviewers' case search (the engine search_workspace uses), a page of hits at a time."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from services.gateway.auth import Principal
+from services.gateway.http_api import CaseId
+from services.gateway.search_api import search_kinds
+from services.gateway.ui import Reviewer, call, failure, render
+from shared.errors import ThreadlineError
+from shared.search_contracts import MAX_CURSOR, QUERY_CHARS, CaseSearch, SearchStatus
+from shared.subjects import Command
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+@router.get("/cases/{case_id}/search")
+async def search_page(
+    request: Request,
+    case_id: CaseId,
+    q: Annotated[str, Query(max_length=QUERY_CHARS)] = "",
+    kinds: Annotated[str | None, Query(max_length=80)] = None,
+    status: SearchStatus = "canonical",
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR)] = None,
+    principal: Principal = Reviewer,
+) -> Response:
+    found = None
+    if q.strip():
+        try:
+            found = await call(request, Command.CASE_SEARCH, CaseSearch(
+                actor=principal.actor(), case_id=case_id, query=q, kinds=search_kinds(kinds), status=status,
+                cursor=cursor))
+        except ThreadlineError as error:
+            return failure(request, error)
+    return render(request, "search.html", case_id=case_id, q=q, kinds=kinds or "", in_status=status, found=found,
+                  cursor=cursor or 1)

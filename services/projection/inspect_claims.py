@@ -1,0 +1,87 @@
+"""inspect_claims: up to nine claims in full — text, kind, confidence, status, health and grounding, sources,
+relations in and out (capped, with omitted counts), merge groups, provenance — read by id, one statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+
+from services.projection.ports import ProjectionUnitOfWork
+from shared import ledger
+from shared.contracts import ToolRequest
+from shared.health import independent_origins
+from shared.search_contracts import InspectClaimsArgs
+
+RELATIONS_CAP = 12  # relations in, and out, of each claim
+PRIMARY = {"primary", "official", "standards", "benchmark"}
+SECONDARY = {"reporting", "analysis"}
+
+_CLAIMS = f"""
+SELECT c.claim_id, c.text, c.kind, c.confidence, c.status, c.transformation_note, c.proposal_rationale,
+       c.proposal_id::text AS proposal_id, c.staged_by, c.decided_by, c.revision, v.health,
+  (SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.source_id, 'title', s.title, 'type', s.type,
+                                                'publisher', s.publisher, 'status', s.status) ORDER BY cs.position), '[]')
+     FROM claim_sources cs JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
+     WHERE cs.case_id = c.case_id AND cs.claim_id = c.claim_id) AS sources,
+  (SELECT jsonb_build_object('n', count(*), 'first', coalesce((array_agg(jsonb_build_object(
+            'id', r.relation_id, 'type', r.type, 'claimId', r.source_claim_id, 'status', r.status)
+            ORDER BY r.status, r.revision, r.relation_id))[1:{RELATIONS_CAP}], '{{}}'))
+     FROM relations r WHERE r.case_id = c.case_id AND r.target_claim_id = c.claim_id) AS into,
+  (SELECT jsonb_build_object('n', count(*), 'first', coalesce((array_agg(jsonb_build_object(
+            'id', r.relation_id, 'type', r.type, 'claimId', r.target_claim_id, 'status', r.status)
+            ORDER BY r.status, r.revision, r.relation_id))[1:{RELATIONS_CAP}], '{{}}'))
+     FROM relations r WHERE r.case_id = c.case_id AND r.source_claim_id = c.claim_id) AS out_of,
+  (SELECT coalesce(jsonb_agg(jsonb_build_object('groupId', g.group_id, 'label', g.label, 'status', g.status)
+                             ORDER BY g.group_id), '[]')
+     FROM merge_group_members m JOIN merge_groups g ON g.case_id = m.case_id AND g.group_id = m.group_id
+     WHERE m.case_id = c.case_id AND m.claim_id = c.claim_id) AS groups
+FROM claims c LEFT JOIN view_claims v ON v.case_id = c.case_id AND v.claim_id = c.claim_id
+WHERE c.case_id = :case_id AND c.claim_id = ANY(CAST(:ids AS text[]))
+"""
+
+
+def grounding(sources: list[dict[str, Any]]) -> tuple[str, int]:
+    """The claim's grounding from its active sources, and how many independent origins they amount to."""
+    active = [s for s in sources if s["status"] == "active"]
+    types = {s["type"] for s in active}
+    kind = ("primary" if types & PRIMARY else "secondary" if types & SECONDARY
+            else "social-only" if types else "none")
+    return kind, independent_origins(s["publisher"] for s in active)
+
+
+def _claim(row: Any) -> dict[str, Any]:
+    kind, origins = grounding(row.sources)
+    into, out = row.into, row.out_of
+    return {
+        "id": row.claim_id, "text": row.text, "kind": row.kind, "confidence": row.confidence,
+        "status": "canonical" if row.status == "active" else row.status,
+        "health": row.health or ("supported" if row.status == "active" else row.status),
+        "grounding": kind, "independentOrigins": origins,
+        "transformationNote": row.transformation_note, "proposalRationale": row.proposal_rationale,
+        "sources": [{k: s[k] for k in ("id", "title", "type", "status")} for s in row.sources],
+        "relations": {"in": list(into["first"]), "out": list(out["first"]),
+                      "omitted": {"in": into["n"] - len(into["first"]), "out": out["n"] - len(out["first"])}},
+        "groups": row.groups,
+        "provenance": {"stagedBy": row.staged_by, "proposalId": row.proposal_id, "acceptedBy": row.decided_by,
+                       "revision": row.revision},
+    }
+
+
+async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
+    args = request.args
+    ledger.check_discovered(args.expected_case_id, request.discovered_case_id)
+    async with uow.read():
+        connection = uow.search.connection
+        revision = (await connection.execute(text("SELECT revision FROM cases WHERE case_id = :c"),
+                                             {"c": args.expected_case_id})).scalar_one_or_none()
+        rows = {r.claim_id: r for r in await connection.execute(
+            text(_CLAIMS), {"case_id": args.expected_case_id, "ids": list(args.claim_ids)})}
+    unknown = [c for c in args.claim_ids if c not in rows]
+    return {
+        "caseId": args.expected_case_id, "workspaceRevision": revision,
+        "claims": [_claim(rows[c]) for c in args.claim_ids if c in rows],
+        "unknownClaimIds": unknown,
+        **({"unknownHint": "these ids are no claims of the case: find claims with search_workspace"}
+           if unknown else {}),
+    }

@@ -1,0 +1,151 @@
+"""Search a case: an exact or prefix id first, then full-text matches (English stemming), then similar spellings.
+
+Reads the projection's search index only (shared/db/search_tables.py), never the ledger. Full text is
+PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`, `or`, stray `'&|!:*()`) without a
+parser error; similar spellings replace each word of the query by the case's indexed stems that resemble
+it (pg_trgm), and a record matches when it holds one of them for every word. Ranked, ten hits a page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from services.projection.ports import ProjectionUnitOfWork
+from shared import ledger
+from shared.contracts import ToolRequest
+from shared.errors import InvalidArgument, NotFound
+from shared.search_contracts import MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
+
+KINDS = ("source", "claim", "relation", "group")
+STATUSES = {"canonical": ("canonical",), "pending": ("pending",), "retired": ("retired",),
+            "any": ("canonical", "pending", "retired")}
+FUZZY_WORDS = 8  # the query's words looked up for similar spellings, at most
+FUZZY_CANDIDATES = 4  # the indexed stems each may stand for
+FUZZY_FLOOR = 0.3  # the least trigram similarity of a stem to a misspelled word
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+# Each stem of the query and the case's indexed stems that stand for it (migration 0014's function).
+_SIMILAR_WORDS = f"""
+SELECT i, word, exact FROM threadline_similar_words(:case_id, :query, {FUZZY_FLOOR}, {FUZZY_WORDS}, {FUZZY_CANDIDATES})
+"""
+_FILTER = "case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))"
+_SEARCH = f"""
+WITH hits AS (
+  SELECT kind, record_id, proposal_id, status, headline, 0 AS tier,
+         CASE WHEN record_id = :id THEN 2.0 ELSE 1.0 END AS score
+  FROM search_records WHERE {_FILTER} AND :id <> '' AND record_id LIKE CAST(:id_prefix AS text) COLLATE "C"
+  UNION ALL
+  SELECT kind, record_id, proposal_id, status, headline, 1,
+         ts_rank_cd(tsv, websearch_to_tsquery('english', :query))
+  FROM search_records WHERE {_FILTER} AND tsv @@ websearch_to_tsquery('english', :query)
+  UNION ALL
+  SELECT kind, record_id, proposal_id, status, headline, 2, ts_rank_cd(tsv, CAST(:fuzzy AS tsquery))
+  FROM search_records WHERE {_FILTER} AND tsv @@ CAST(:fuzzy AS tsquery)
+),
+best AS (
+  SELECT DISTINCT ON (kind, record_id, proposal_id) * FROM hits
+  ORDER BY kind, record_id, proposal_id, tier, score DESC)
+SELECT kind, record_id, proposal_id, status, headline, tier, score, count(*) OVER () AS total
+FROM best ORDER BY tier, score DESC, kind, record_id, proposal_id
+LIMIT :limit OFFSET :offset
+"""
+MATCH = ("id", "text", "fuzzy")
+
+
+@dataclass(frozen=True)
+class Search:
+    case_id: str
+    query: str
+    kinds: tuple[str, ...] = KINDS
+    status: str = "canonical"
+    offset: int = 0
+
+
+def _lexeme(word: str) -> str:
+    """A stem quoted for a tsquery literal (quotes doubled, backslashes escaped)."""
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def fuzzy_query(groups: dict[int, list[str]]) -> str | None:
+    """Every word's group of similar stems (any of them) for every word the case has one for (all of them)."""
+    parts = ["(" + " | ".join(_lexeme(w) for w in stems) + ")" for _, stems in sorted(groups.items()) if stems]
+    return " & ".join(parts) or None
+
+
+def checked_query(query: str) -> str:
+    stripped = " ".join(query.split())
+    if not stripped:
+        raise InvalidArgument("query: give a word or an id to search for (it is blank)", field="query",
+                              hint="search by an id, or by words of a record's text")
+    return stripped
+
+
+async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) -> tuple[list[dict[str, Any]], int]:
+    """One page of hits, and how many there are in all."""
+    query = checked_query(search.query)
+    groups: dict[int, list[str]] = {}
+    corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
+    for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
+        if word is not None:
+            groups.setdefault(i, []).append(word)
+        corrected |= not exact
+    if not corrected:
+        groups = {}  # every word is the case's own: similar spellings would find what full text found
+    identifier = query.lower() if _ID.match(query.lower()) and len(query) <= 96 else ""
+    rows = (await connection.execute(text(_SEARCH), {
+        "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),
+        "query": query, "fuzzy": fuzzy_query(groups), "id": identifier, "id_prefix": identifier + "%",
+        "limit": limit, "offset": search.offset})).all()
+    hits = [{"kind": r.kind, "id": r.record_id, "status": r.status, "score": round(float(r.score), 4),
+             "match": MATCH[r.tier], "snippet": r.headline,
+             **({"proposalId": r.proposal_id} if r.proposal_id else {})} for r in rows]
+    total = rows[0].total if rows else await _count(connection, search, query, groups, identifier)
+    return hits, total
+
+
+async def _count(connection: AsyncConnection, search: Search, query: str, groups: dict[int, list[str]],
+                 identifier: str) -> int:
+    """How many hits there are when a page past the end showed none (its `total` stays exact)."""
+    if search.offset == 0:
+        return 0
+    counted = await connection.execute(text(f"SELECT count(*) FROM ({_SEARCH}) page"), {
+        "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),
+        "query": query, "fuzzy": fuzzy_query(groups), "id": identifier, "id_prefix": identifier + "%",
+        "limit": MAX_CURSOR * PAGE, "offset": 0})
+    return int(counted.scalar_one())
+
+
+async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: list[str] | None, status: str,
+                  cursor: int | None) -> dict[str, Any]:
+    search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE)
+    async with uow.read():
+        connection = uow.search.connection
+        revision = (await connection.execute(text("SELECT revision FROM cases WHERE case_id = :c"),
+                                             {"c": case_id})).scalar_one_or_none()
+        if revision is None:
+            raise NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases first")
+        hits, total = await run(connection, search)
+    page = (cursor or 1)
+    answer: dict[str, Any] = {"caseId": case_id, "workspaceRevision": revision, "query": search.query,
+                              "kinds": list(search.kinds), "status": status, "hits": hits, "total": total}
+    if search.offset + len(hits) < total and page < MAX_CURSOR:
+        answer["nextCursor"] = page + 1
+    if not hits:
+        answer["hint"] = ("no record matches: try fewer or other words, an id, or status=any"
+                          if total == 0 else f"this page is past the last one ({-(-total // PAGE)})")
+    return answer
+
+
+async def search_workspace(request: ToolRequest[SearchWorkspaceArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
+    args = request.args
+    ledger.check_discovered(args.expected_case_id, request.discovered_case_id)
+    return await _answer(uow, args.expected_case_id, args.query, args.kinds, args.status, args.cursor)
+
+
+async def case_search(cmd: CaseSearch, uow: ProjectionUnitOfWork) -> dict[str, Any]:
+    return await _answer(uow, cmd.case_id, cmd.query, cmd.kinds, cmd.status, cmd.cursor)

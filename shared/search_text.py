@@ -1,0 +1,82 @@
+"""What a record says, as search and duplicate detection read it: its searchable text and its normalised form.
+
+One module for the projection (which indexes records), staging (which compares a staged item with them) and
+the search bench, so that a record is read the same way everywhere. Payloads are the records as the ledger's
+change events and proposal items carry them (camelCase keys); ledger rows are read into the same shape.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+SNIPPET_CHARS = 240  # a hit's snippet: the record's headline text, at most this long
+
+# What each kind of record is searched by (its headline first: the snippet shows it).
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "claim": ("text", "transformationNote", "proposalRationale"),
+    "source": ("title", "publisher", "authority", "evidenceText", "provenanceNote"),
+    "relation": ("rationale",),
+    "group": ("label", "rationale"),
+}
+
+
+def body(kind: str, payload: Mapping[str, Any]) -> str:
+    """Every searchable text of a record, one per line."""
+    return "\n".join(str(payload[f]) for f in _FIELDS[kind] if payload.get(f))
+
+
+def headline(kind: str, payload: Mapping[str, Any]) -> str:
+    """The record's headline (a claim's text, a source's title, a relation's rationale, a group's label)."""
+    first = str(payload.get(_FIELDS[kind][0]) or "")
+    if kind == "relation":
+        first = f"{payload.get('sourceClaimId')} {payload.get('type')} {payload.get('targetClaimId')}: {first}"
+    return first[:SNIPPET_CHARS]
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_PUNCT = re.compile(r"[^\w\s]+")
+_SPACE = re.compile(r"\s+")
+
+
+def _number(match: re.Match[str]) -> str:
+    digits = match.group().replace(",", "")
+    if "." in digits:
+        digits = digits.rstrip("0").rstrip(".")
+    return digits.lstrip("0") or "0"
+
+
+def unaccent(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def normalise(text: str) -> str:
+    """A claim's text as duplicates are compared: lowercase, unaccented, numbers in one form (no thousands
+    separators, no trailing decimal zeros, `%` as `percent`), punctuation stripped, spaces collapsed."""
+    text = unaccent(text).lower().replace("%", " percent ")
+    text = _NUMBER.sub(_number, text)
+    text = _PUNCT.sub(" ", text.replace("_", " "))
+    return _SPACE.sub(" ", text).strip()
+
+
+def normalise_url(url: str) -> str:
+    """A source's URL as duplicates are compared: no scheme, `www.`, fragment, default port or trailing slash;
+    the host lowercased; the query kept."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower().removeprefix("www.")
+    if parts.port and parts.port not in (80, 443):
+        host = f"{host}:{parts.port}"
+    path = parts.path.rstrip("/")
+    return f"{host}{path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def duplicate_key(kind: str, payload: Mapping[str, Any]) -> str | None:
+    """What a claim or a source is compared by (normalised text, normalised URL); None for other records."""
+    if kind == "claim":
+        return normalise(str(payload.get("text") or ""))
+    if kind == "source":
+        return normalise_url(str(payload.get("url") or ""))
+    return None

@@ -1,0 +1,105 @@
+"""Search through the real MCP client and the HTTP API: every canonical claim of a large case reachable,
+ids then words then similar spellings, filters and pages, possible duplicates at staging and beside each
+proposal item, and bad input answered by a refusal naming the field or a correct empty page."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from services.cli.bench.search_corpus import claims
+from services.cli.bench.search_fill import fill_case
+from tests.events import wait_until_projected, wait_until_published
+from tests.factories import Agent, agent_session, claim_item, decide, seed, source_item, unique
+
+
+@asynccontextmanager
+async def agent_on(stack, case_id: str):
+    name = unique("agent")
+    token = await stack.issue_token("agent", name, case_id=case_id)
+    async with stack.agent(token) as mcp:
+        agent = Agent(stack, case_id, token, name, mcp)
+        await agent.revision()  # discover the case
+        yield agent
+
+
+async def test_an_agent_reaches_every_canonical_claim_of_a_case_of_3000_by_paging_search(stack):
+    case_id = unique("big")
+    made = claims(3000, seed=11, prefix="c")
+    await fill_case(stack.db, case_id, made)
+    async with agent_on(stack, case_id) as agent:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "c-", "kinds": ["claim"],
+                                                       **({"cursor": cursor} if cursor else {})})
+            assert page["total"] == 3000 and len(page["hits"]) <= 10
+            assert all(h["kind"] == "claim" and h["status"] == "canonical" and h["match"] == "id" for h in page["hits"])
+            seen += [h["id"] for h in page["hits"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(c.claim_id for c in made) and len(seen) == len(set(seen))
+
+        # By four of its words, a claim is first; by a misspelled form, found among the first three.
+        target = made[1234]
+        words = [w for w in target.text.replace(",", " ").split() if len(w) > 4][:4]
+        found = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": " ".join(words)})
+        assert target.claim_id in [h["id"] for h in found["hits"][:3]] and found["hits"][0]["match"] == "text"
+        longest = max((w for w in words if w.isalpha()), key=len)
+        typo = longest[0] + longest[2] + longest[1] + longest[3:]
+        fuzzy = await agent.ok("search_workspace", {"expectedCaseId": case_id,
+                                                    "query": " ".join(typo if w == longest else w for w in words)})
+        assert target.claim_id in [h["id"] for h in fuzzy["hits"][:3]]
+        assert {h["match"] for h in fuzzy["hits"]} <= {"text", "fuzzy"}
+
+        # An exact id comes first, and inspect_claims reads it in full.
+        exact = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": target.claim_id})
+        assert exact["hits"][0] == {**exact["hits"][0], "id": target.claim_id, "match": "id"}
+        full = await agent.ok("inspect_claims", {"expectedCaseId": case_id, "claimIds": [target.claim_id, "c-nope"]})
+        (claim,) = full["claims"]
+        assert claim["text"] == target.text and claim["status"] == "canonical" and claim["grounding"] in (
+            "primary", "secondary")
+        assert claim["sources"][0]["id"].startswith("s-") and full["unknownClaimIds"] == ["c-nope"]
+        assert claim["relations"] == {"in": [], "out": [], "omitted": {"in": 0, "out": 0}}
+
+
+async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack):
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1)
+        text = "Acme Corp shipped 1,200 turbines to Norway in March 2024, according to its annual report."
+        await agent.accepted("stage_claims", claims=[claim_item("c-original", made["sources"], text=text)])
+        restated = "according to its annual report, ACME Corp shipped 1200 turbines to Norway in March 2024!"
+        staged = await agent.stage("stage_claims", claims=[
+            claim_item("c-restated", made["sources"], text=restated),
+            claim_item("c-other", made["sources"], text="Rainfall in Kenya doubled over the decade to 2020.")])
+        assert staged["status"] == "pending"  # never a refusal
+        (flag,) = staged["possibleDuplicates"]
+        assert flag["itemId"] == "c-restated" and flag["of"] == {"kind": "claim", "id": "c-original",
+                                                                 "status": "canonical"}
+        assert 0.7 <= flag["similarity"] <= 1
+
+        # A staged source with a known URL (spelt differently) is flagged too; and a pending claim counts.
+        again = await agent.stage("stage_sources", sources=[source_item(
+            "s-again", url=f"https://www.Example.org/{made['sources'][0]}/#top")])
+        assert again["possibleDuplicates"] == [{"itemId": "s-again", "similarity": 1.0, "of": {
+            "kind": "source", "id": made["sources"][0], "status": "canonical"}}]
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)  # pending items are indexed from the staged event
+        third = await agent.stage("stage_claims", claims=[claim_item("c-third", made["sources"], text=restated)])
+        assert {(f["of"]["id"], f["of"]["status"], f["of"].get("proposalId")) for f in third["possibleDuplicates"]} \
+            >= {("c-original", "canonical", None), ("c-restated", "pending", staged["proposalId"])}
+
+        async with stack.api("reviewer") as api:
+            shown = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
+        by_item = {i["itemId"]: i["possibleDuplicates"] for i in shown["items"]}
+        assert by_item["c-other"] == []
+        assert by_item["c-restated"][0]["of"] == {"kind": "claim", "id": "c-original", "status": "canonical"}
+
+        # Once the pending item it named is rejected, the later proposal says so.
+        await decide(stack, staged["proposalId"], reject=["c-restated", "c-other"])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)  # the search index: the decided items pending no more
+        async with stack.api("reviewer") as api:
+            later = (await api.get(f"/api/v1/proposals/{third['proposalId']}")).json()
+        statuses = {f["of"]["id"]: f["of"]["status"] for f in later["items"][0]["possibleDuplicates"]}
+        assert statuses == {"c-original": "canonical", "c-restated": "rejected"}

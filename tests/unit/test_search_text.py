@@ -1,0 +1,42 @@
+"""What duplicate detection compares (normalised texts and URLs) and the similar-spellings query search builds."""
+
+from __future__ import annotations
+
+from services.projection.search import fuzzy_query
+from services.staging import duplicates
+from shared.search_text import normalise, normalise_url
+
+
+def test_restatements_normalise_alike_and_other_claims_do_not():
+    original = "Acme Corp shipped 1,200 turbines (12.50% more) to Zürich in March 2024."
+    for restated in ("acme corp shipped 1200 turbines 12.5 percent more to Zurich in March 2024",
+                     "ACME CORP SHIPPED 1,200 TURBINES — 12.5% MORE — TO ZÜRICH IN MARCH 2024!"):
+        assert normalise(restated) == normalise(original)
+    assert normalise(original) == "acme corp shipped 1200 turbines 12 5 percent more to zurich in march 2024"
+    assert normalise("Acme Corp shipped 1,300 turbines") != normalise("Acme Corp shipped 1,200 turbines")
+
+
+def test_urls_normalise_across_scheme_host_case_www_slash_and_fragment():
+    same = {normalise_url(u) for u in ("https://www.Example.org/a/b/", "http://example.org/a/b#top",
+                                       "HTTPS://EXAMPLE.ORG:443/a/b")}
+    assert same == {"example.org/a/b"}
+    assert normalise_url("https://example.org/a/b?page=2") != normalise_url("https://example.org/a/b?page=3")
+    assert normalise_url("https://example.org/A") != normalise_url("https://example.org/a")  # paths keep case
+
+
+def test_the_similar_spellings_query_quotes_every_stem():
+    assert fuzzy_query({}) is None
+    assert fuzzy_query({2: ["b"], 1: ["a", "it's", "back\\slash"]}) == "('a' | 'it''s' | 'back\\\\slash') & ('b')"
+
+
+def test_flags_name_the_item_and_leave_out_a_replayed_proposals_own_items():
+    flags = duplicates.flagged(["c-1", "c-2"], [[1, "c-9", "canonical", "", 0.91], [2, "c-1", "pending", "p-own", 0.99],
+                                                [2, "c-8", "pending", "p-other", 0.75]],
+                               ["s-1"], [[1, "s-0"]], own_proposal="p-own")
+    assert flags == [
+        {"itemId": "c-1", "of": {"kind": "claim", "id": "c-9", "status": "canonical"}, "similarity": 0.91},
+        {"itemId": "c-2", "of": {"kind": "claim", "id": "c-8", "status": "pending", "proposalId": "p-other"},
+         "similarity": 0.75},
+        {"itemId": "s-1", "of": {"kind": "source", "id": "s-0", "status": "canonical"}, "similarity": 1.0},
+    ]
+    assert [(r["item_id"], r["rank"]) for r in duplicates.rows(flags)] == [("c-1", 0), ("c-2", 0), ("s-1", 0)]
