@@ -228,9 +228,10 @@ async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
     async with agent_session(stack) as agent:
         ids = await seed(agent, sources=1, claims=1)
         canonical = ids["claims"][0]
-        staged = [await agent.stage("stage_claims", claims=[claim_item(f"cli-{i}", ids["sources"],
-                                                                       text=f"Rainfall rose {i}.")])
-                  for i in range(3)]
+        texts = ["Glaciers retreated along the northern coast.", "Wind farms doubled their output last winter.",
+                 "Rainfall fell sharply across the valley in June."]  # unlike each other: staging flags none
+        staged = [await agent.stage("stage_claims", claims=[claim_item(f"cli-{i}", ids["sources"], text=text)])
+                  for i, text in enumerate(texts)]
         await _flag(stack, staged[1]["proposalId"], "cli-1", canonical)
 
         def cli(*args: str):
@@ -238,7 +239,7 @@ async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
 
         first = await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--kind", "claims", "--sort", "newest")
         assert first.returncode == 0, first.stderr + first.stdout
-        listed = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--text", "rainfall 2.",
+        listed = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--text", "rainfall june",
                                                      "--json")).stdout)
         assert _ids(listed) == [staged[2]["proposalId"]]
         flagged = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--duplicates",
