@@ -451,4 +451,4 @@ Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS N
 # --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
 # (both define their tables on shared/db/base.py's metadata, so neither imports this module)
 
-from shared.db import history_tables, view_tables, webhook_tables  # noqa: E402, F401
+from shared.db import history_tables, review_tables, view_tables, webhook_tables  # noqa: E402, F401
