@@ -29,6 +29,7 @@ from shared.events import Event, LedgerChanged, Origin
 from shared.health import Basis, Rating
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, RecordHistory, References
 from shared.replies import CompanyContext
+from shared.review_checks import CheckFacts
 from shared.subjects import Subjects
 from shared.uow import UnitOfWork
 
@@ -156,6 +157,10 @@ class FakeLedger:
                         if len(entry["first"]) < 5:
                             entry["first"].append(record.get("id") or record.get("groupId"))
         return StageFacts(found["revision"], await self.facts(case_id, found["revision"], refs), prior, since)
+
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        """The fake store keeps no source metadata: the checks' facts are read from PostgreSQL only."""
+        return CheckFacts()
 
     async def add_sources(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, graph, views
+from services.review import checks_view, domain, graph, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
 from shared.as_of import check_as_of
@@ -220,10 +220,14 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         facts = await uow.ledger.facts(proposal.case_id, found_case["revision"], domain.refs_of(proposal, pending))
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
         cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
+        checked = await checks_view.annotations(uow.ledger, proposal.case_id, proposal.kind,
+                                                {i.item_id: proposal.typed(i) for i in proposal.items})
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
     evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
     view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
                                evidence=evidence)
+    for entry in view["items"]:
+        entry.update(checked[entry["itemId"]])
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 

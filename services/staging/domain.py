@@ -15,6 +15,7 @@ from shared.errors import InvalidArgument, NotFound, StaleRevision
 from shared.kinds import VERDICT, ItemKind
 from shared.ledger import LedgerFacts
 from shared.problems import Problem
+from shared.review_checks import Flag
 
 CHANGES_NAMED = 20  # a stale refusal names at most this many changed records
 CHANGED_IDS = 5  # a rebase digest lists at most this many ids per kind of change
@@ -35,6 +36,7 @@ class Proposal:
     correlation_id: str | None
     request_digest: str
     items: list[tuple[str, dict[str, Any]]]  # (item id, the item as the call carried it)
+    flags: tuple[Flag, ...] = ()  # what the review checks flagged, stored with it (shared/review_checks.py)
 
     @property
     def item_ids(self) -> list[str]:
@@ -167,7 +169,8 @@ NEXT = ("A reviewer will accept or reject each item; nothing canonical changes u
 
 
 def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], *, pinned: int, revision: int,
-                since_pin: dict[str, dict[str, Any]] | None = None, replayed: bool = False) -> dict[str, Any]:
+                since_pin: dict[str, dict[str, Any]] | None = None, replayed: bool = False,
+                flags: tuple[Flag, ...] | list[Flag] = ()) -> dict[str, Any]:
     """What the agent is told: the proposal, its pending items, where it was pinned and stored, and what
     changed in between when it was rebased."""
     view: dict[str, Any] = {
@@ -178,6 +181,7 @@ def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], 
         "pinnedRevision": pinned,
         "workspaceRevision": revision,
         "items": [{"itemId": item_id, "status": "pending"} for item_id in item_ids],
+        "reviewChecks": [flag.to_json() for flag in flags],
     }
     if replayed:
         view["replayed"] = True

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
 from services.staging.domain import CHANGED_IDS, RECORD_ID_KEYS, Prior, Proposal, StageFacts
 from services.staging.ports import REPLAYED, STORED, LedgerMoved, StagingUnitOfWork
-from shared import outbox
+from shared import outbox, review_check_facts
 from shared.db.session import Database
 from shared.events import Event, Origin
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, RecordHistory, References
+from shared.review_checks import CheckFacts
 from shared.service import Meta, ServiceContext, origin
 
 # Everything a stage call is checked against, in one statement: the case's revision; each named record
@@ -43,8 +45,18 @@ SELECT c.revision,
 FROM cases c WHERE c.case_id = $1
 """
 
-STAGE_WRITE = "SELECT outcome, proposal_id::text FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, " \
-              "$11, $12, $13, $14, $15)"
+# The proposal, its event and what the review checks flagged, in one statement: the flags only when it stored.
+STAGE_WRITE = """
+WITH stage AS (SELECT outcome, proposal_id FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+                                                                  $11, $12, $13, $14, $15)),
+flagged AS (
+  INSERT INTO review_check_flags (proposal_id, item_id, "check", case_id, agent_name, severity, message)
+  SELECT $3, f.item_id, f.check_name, $1, $6, f.severity, f.message
+  FROM stage, unnest($16::text[], $17::text[], $18::text[], $19::text[]) AS f(item_id, check_name, severity, message)
+  WHERE stage.outcome = 'stored'
+  ON CONFLICT DO NOTHING)
+SELECT outcome, proposal_id::text FROM stage
+"""
 
 
 class PgStageReads:
@@ -78,6 +90,9 @@ class PgStageReads:
         prior = Prior(*row["prior"][:4], item_ids=row["prior"][4] or []) if row["prior"] else None
         return StageFacts(row["revision"], facts, prior, row["since_pin"] or {})
 
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        return await review_check_facts.load(self.connection, case_id, items, relations)
+
 
 class PgProposals:
     def __init__(self) -> None:
@@ -95,6 +110,8 @@ class PgProposals:
             proposal.pinned_revision, proposal.agent_name, proposal.token_id, proposal.correlation_id,
             proposal.request_digest, [list(item) for item in proposal.items], event.event_id, event.subject,
             event.event_type.value, event.envelope, outbox.headers(event),
+            [f.item_id for f in proposal.flags], [f.check for f in proposal.flags],
+            [f.severity for f in proposal.flags], [f.message for f in proposal.flags],
         )
         if outcome == "moved":
             raise LedgerMoved
