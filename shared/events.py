@@ -148,6 +148,14 @@ class ReratedRecord(EventData):
     lost: list[LostRecord] = Field(description="The records whose retirement took its support (bounded).")
 
 
+class ClaimGrounding(EventData):
+    """A claim's grounding from its active sources (primary, secondary, social-only, none) and origins."""
+
+    claim_id: str
+    grounding: Literal["primary", "secondary", "social-only", "none"]
+    independent_origins: int
+
+
 class LedgerChange(EventData):
     """Canonical records added, superseded or retired by one revision."""
 
@@ -158,6 +166,7 @@ class LedgerChange(EventData):
     superseded: list[SupersededRecord] = []
     retired: list[EndedRecord] = []
     rerated: list[ReratedRecord] = []
+    grounding: list[ClaimGrounding] = []  # of every claim added, and of every claim citing a source retired
 
 
 class LedgerChanged(EventData):

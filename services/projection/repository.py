@@ -41,6 +41,7 @@ from shared.db.tables import (
 )
 from shared.db.view_tables import projection_inbox
 from shared.events import Origin
+from shared.grounding import grounding_for
 from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
@@ -179,6 +180,9 @@ class SqlReads:
         rows = await self.connection.execute(select(claim_sources.c.claim_id).where(
             claim_sources.c.case_id == case_id, claim_sources.c.source_id.in_(source_ids)))
         return [r.claim_id for r in rows]
+
+    async def grounding(self, case_id: str, claim_ids: list[str], revision: int) -> dict[str, dict[str, Any]]:
+        return await grounding_for(self.connection, case_id, claim_ids, as_of=revision)
 
     async def verdict(self, case_id: str, claim_id: str, revision: int) -> LedgerSnapshot | None:
         """The case's verdict, its bases and their claims, and the active sources those cite, at `revision`."""

@@ -48,12 +48,15 @@ async def verdict_section(uow: ProjectionUnitOfWork, case_id: str, state: ViewSt
         return None
     row = (await uow.views.claims(case_id, [state.verdict_id])).get(state.verdict_id)
     groups = await uow.views.groups_around(case_id, [r.source_claim_id for r in found.relations])
-    return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {}))
+    grounding = await uow.reads.grounding(case_id, [state.verdict_id], state.revision)
+    return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {})) \
+        | grounding[state.verdict_id]
 
 
-def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str]) -> dict[str, Any]:
+def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str],
+               grounding: dict[str, Any] | None = None) -> dict[str, Any]:
     ordered = sorted(groups)
-    return {
+    return (grounding or {}) | {
         "claimId": c.claim_id,
         "text": c.text,
         "kind": c.kind,
@@ -90,13 +93,15 @@ async def claims(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, focu
     edges = await uow.reads.relations_into(case_id, ids, state.revision, types=["supports", "contradicts"])
     around = await uow.views.groups_around(case_id, [e.source_claim_id for e in edges])
     support = domain.support(LedgerSnapshot(state.revision, relations=edges, groups=around))
+    grounding = await uow.reads.grounding(case_id, ids, state.revision)
     total = counts.get("claims.all" if with_verdict else "claims", 0)
     return {
         "total": total,
         "omitted": max(0, total - len(listed)),
         "items": [
             claim_item(ClaimView(r.claim_id, text, r.kind, r.confidence, r.lane, r.order, r.source_ids, r.revision),
-                       groups_of.get(r.claim_id, []), support.get(r.claim_id, {}), open_types.get(r.claim_id, []))
+                       groups_of.get(r.claim_id, []), support.get(r.claim_id, {}), open_types.get(r.claim_id, []),
+                       grounding.get(r.claim_id))
             for r, text in listed
         ],
     }

@@ -25,6 +25,7 @@ from shared.db.tables import (
     sources,
 )
 from shared.events import LedgerChanged
+from shared.grounding import grounding_for
 from shared.health import Basis, Rating
 from shared.ledger import ACTIVE, VERDICT, LedgerFacts, Provenance, References
 from shared.review_checks import CheckFacts
@@ -55,6 +56,9 @@ class SqlLedger:
 
     async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts:
         return await ledger_facts(self.connection, case_id, revision, refs)
+
+    async def grounding(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return await grounding_for(self.connection, case_id, claim_ids)
 
     async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
         return await review_check_facts.load(self.connection, case_id, items, relations)
