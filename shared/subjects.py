@@ -68,6 +68,9 @@ class Command(StrEnum):
     DELETE_WEBHOOK = "delete_webhook"
     LIST_DELIVERIES = "list_deliveries"
     REDELIVER = "redeliver"
+    # review: predictions' resolutions and agents' track records
+    RESOLVE_PREDICTION = "resolve_prediction"
+    AGENT_RECORD = "agent_record"
 
 
 OWNER: dict[Command, Service] = {
@@ -85,6 +88,7 @@ OWNER: dict[Command, Service] = {
                                          Command.DECIDE_DELTA)},
     **{c: Service.WEBHOOKS for c in (Command.REGISTER_WEBHOOK, Command.LIST_WEBHOOKS, Command.GET_WEBHOOK,
                                      Command.DELETE_WEBHOOK, Command.LIST_DELIVERIES, Command.REDELIVER)},
+    **{c: Service.REVIEW for c in (Command.RESOLVE_PREDICTION, Command.AGENT_RECORD)},
 }
 
 

@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway import feed, history_api, history_ui, http_api, metrics, ui
+from services.gateway import feed, history_api, history_ui, http_api, metrics, resolutions_api, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import http_error, invalid_argument, routing_error
@@ -229,6 +229,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.state.gateway = gateway
     app.include_router(http_api.router)
     app.include_router(history_api.router)
+    app.include_router(resolutions_api.router)
     app.include_router(feed.router)
     app.include_router(ui.router)
     app.include_router(history_ui.router)

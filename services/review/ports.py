@@ -100,8 +100,21 @@ class History(Protocol):
     async def revisions_page(self, case_id: str, as_of: int, after: int, limit: int) -> list[dict[str, Any]]: ...
 
 
+class Resolutions(Protocol):
+    """Predictions' resolutions (services/review/resolutions.py), append-only."""
+
+    async def claim(self, case_id: str, claim_id: str) -> Any: ...
+
+    async def source_status(self, case_id: str, source_id: str) -> str | None: ...
+
+    async def latest(self, case_id: str, claim_id: str) -> dict[str, Any] | None: ...
+
+    async def add(self, row: dict[str, Any]) -> None: ...
+
+
 class ReviewUnitOfWork(UnitOfWork):
     cases: Cases
     proposals: Proposals
     ledger: Ledger
     history: History
+    resolutions: Resolutions

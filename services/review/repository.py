@@ -13,6 +13,7 @@ from services.review.domain import Decision, StoredItem, StoredProposal
 from services.review.history_repository import SqlHistory
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
+from services.review.resolutions import SqlResolutions
 from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.tables import (
     case_focus,
@@ -33,6 +34,7 @@ class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
         self.proposals = SqlProposals(connection)
         self.ledger = SqlLedger(connection)
         self.history = SqlHistory(connection)
+        self.resolutions = SqlResolutions(connection)
 
 
 
