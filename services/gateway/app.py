@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway import feed, history_api, history_ui, http_api, metrics, resolutions_api, ui
+from services.gateway import feed, history_api, history_ui, http_api, metrics, record_ui, resolutions_api, ui
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
 from services.gateway.errors import http_error, invalid_argument, routing_error
@@ -233,6 +233,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.include_router(feed.router)
     app.include_router(ui.router)
     app.include_router(history_ui.router)
+    app.include_router(record_ui.router)
     app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
 
     @app.exception_handler(ThreadlineError)

@@ -40,6 +40,12 @@ class Reads(Protocol):
 
     async def grounding(self, case_id: str, claim_ids: list[str], revision: int) -> dict[str, dict[str, Any]]:
         """Each claim's grounding from its sources active at `revision` (shared/grounding.py)."""
+
+    async def resolutions(self, case_id: str, claim_ids: list[str], revision: int) -> dict[str, dict[str, Any]]:
+        """Each resolved prediction's latest resolution at `revision`: {outcome, resolvedOn, sourceId}."""
+
+    async def open_predictions(self, case_id: str, revision: int) -> list[tuple[str, str]]:
+        """(claim id, text) of the case's canonical predictions at `revision` not resolved by then."""
     async def snapshot_of_claims(self, case_id: str, claim_ids: Sequence[str], revision: int) -> list[ClaimView]: ...
     # the projection's own records: the events applied, presentation focus
     async def record_applied(self, event_id: str, event_type: str, stream_seq: int) -> bool: ...

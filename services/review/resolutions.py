@@ -43,6 +43,13 @@ class SqlResolutions:
             .order_by(resolutions.c.revision.desc()).limit(1))).mappings().first()
         return dict(row) if row else None
 
+    async def latest_in_case(self, case_id: str, as_of: int | None = None) -> dict[str, dict[str, Any]]:
+        """Each resolved claim's latest resolution (at or before revision `as_of`)."""
+        query = select(resolutions).where(resolutions.c.case_id == case_id).order_by(resolutions.c.revision)
+        if as_of is not None:
+            query = query.where(resolutions.c.revision <= as_of)
+        return {row["claim_id"]: dict(row) for row in (await self.connection.execute(query)).mappings()}
+
     async def add(self, row: dict[str, Any]) -> None:
         await self.connection.execute(insert(resolutions).values(**row))
 
@@ -118,3 +125,8 @@ async def resolve_prediction(cmd: ResolvePrediction, uow: ReviewUnitOfWork) -> d
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "resolved": resolved.model_dump(by_alias=True),
             "note": cmd.note, "resolvedBy": cmd.actor.name}
+
+
+def node_resolution(row: dict[str, Any]) -> dict[str, Any]:
+    """How the map and the pages show a resolved prediction."""
+    return {"outcome": row["outcome"], "resolvedOn": row["resolved_on"], "sourceId": row["source_id"]}

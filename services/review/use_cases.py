@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import checks_view, domain, graph, views
+from services.review import checks_view, domain, graph, resolutions, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
 from shared.as_of import check_as_of
@@ -98,8 +98,13 @@ async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]
         if cmd.as_of is not None:
             check_as_of(cmd.as_of, found["revision"])
         records = await uow.ledger.graph(cmd.case_id, cmd.as_of)
+        resolved = await uow.resolutions.latest_in_case(cmd.case_id, cmd.as_of)
     revision = found["revision"] if cmd.as_of is None else cmd.as_of
-    return graph.graph_view(cmd.case_id, revision, records, focus=cmd.focus)
+    view = graph.graph_view(cmd.case_id, revision, records, focus=cmd.focus)
+    for node in view["nodes"]:
+        if node["id"] in resolved and node["kind"] == "claim":
+            node["resolution"] = resolutions.node_resolution(resolved[node["id"]])
+    return view
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------

@@ -3,10 +3,11 @@ superseded with a note), and an agent's track record — its Brier score and cal
 
 from __future__ import annotations
 
+import httpx2
 import pytest
 
 from tests.events import stream_events, wait_until_published
-from tests.factories import agent_session, claim_item, decide, source_item
+from tests.factories import agent_session, claim_item, decide, source_item, ui_sign_in
 
 
 async def resolve(stack, case_id: str, status: int = 200, **body) -> dict:
@@ -120,3 +121,28 @@ async def test_the_track_record_of_ten_resolved_predictions_matches_the_figures_
 
         assert (await record(stack, agent.name, role="admin"))["proposals"] == 6
         assert (await record(stack, "nobody-at-all", status=404))["error"]["field"] == "name"
+
+
+async def test_predictions_whose_year_passed_are_listed_until_resolved_and_the_outcome_shows_everywhere(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        await agent.accepted("stage_claims", claims=[prediction("past", "supported", 2020),
+                                                     prediction("future", "supported", 2999)])
+        summary = await agent.ok("get_workspace", {})
+        assert [d["claimId"] for d in summary["predictionsDue"]["items"]] == ["past"]
+        section = (await agent.ok("get_workspace", {"scope": "unresolved"}))["unresolved"]["predictionsDue"]
+        assert section["total"] == 1 and section["items"][0]["year"] == 2020
+
+        await resolve(stack, agent.case_id, claimId="past", outcome="false", sourceId="outcomes",
+                      resolvedOn="2021-01-01")
+        assert (await agent.ok("get_workspace", {}))["predictionsDue"]["total"] == 0
+        claims = {c["claimId"]: c for c in (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]["items"]}
+        assert claims["past"]["resolution"] == {"outcome": "false", "resolvedOn": "2021-01-01", "sourceId": "outcomes"}
+        assert "resolution" not in claims["future"]
+        async with stack.api() as api:
+            nodes = {n["id"]: n for n in (await api.get(f"/api/v1/cases/{agent.case_id}/graph")).json()["nodes"]}
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}")).text
+        assert nodes["past"]["resolution"]["outcome"] == "false" and nodes["future"].get("resolution") is None
+        assert "resolved false · 2021-01-01" in page and "resolved FALSE · 2021-01-01" in page  # the list; the map
