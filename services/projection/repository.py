@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, text
+from sqlalchemy import and_, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.projection.claim_marks import ClaimMarks
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.thesis_repository import SqlTheses
@@ -21,7 +22,6 @@ from shared.db.queries import (
     lock_case_shared,
     still_open,
 )
-from shared.db.review_tables import prediction_resolutions
 from shared.db.session import Database
 from shared.db.tables import (
     agents,
@@ -42,7 +42,6 @@ from shared.db.tables import (
 )
 from shared.db.view_tables import projection_inbox
 from shared.events import Origin
-from shared.grounding import grounding_for
 from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
@@ -50,7 +49,7 @@ ACTIVE = "active"
 _noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
 
 
-class SqlReads:
+class SqlReads(ClaimMarks):
     """The ledger, proposals and guidance as the read views need them, and the read models."""
 
     def __init__(self, connection: AsyncConnection) -> None:
@@ -181,30 +180,6 @@ class SqlReads:
         rows = await self.connection.execute(select(claim_sources.c.claim_id).where(
             claim_sources.c.case_id == case_id, claim_sources.c.source_id.in_(source_ids)))
         return [r.claim_id for r in rows]
-
-    async def grounding(self, case_id: str, claim_ids: list[str], revision: int) -> dict[str, dict[str, Any]]:
-        return await grounding_for(self.connection, case_id, claim_ids, as_of=revision)
-
-    async def resolutions(self, case_id: str, claim_ids: list[str], revision: int) -> dict[str, dict[str, Any]]:
-        if not claim_ids:
-            return {}
-        rows = await self.connection.execute(
-            select(prediction_resolutions.c.claim_id, prediction_resolutions.c.outcome,
-                   prediction_resolutions.c.resolved_on, prediction_resolutions.c.source_id)
-            .where(prediction_resolutions.c.case_id == case_id, prediction_resolutions.c.claim_id.in_(claim_ids),
-                   prediction_resolutions.c.revision <= revision)
-            .order_by(prediction_resolutions.c.revision))
-        return {r.claim_id: {"outcome": r.outcome, "resolvedOn": r.resolved_on, "sourceId": r.source_id} for r in rows}
-
-    async def open_predictions(self, case_id: str, revision: int) -> list[tuple[str, str]]:
-        resolved = select(prediction_resolutions.c.claim_id).where(
-            prediction_resolutions.c.case_id == case_id, prediction_resolutions.c.revision <= revision)
-        rows = await self.connection.execute(
-            select(claims.c.claim_id, claims.c.text).where(
-                claims.c.case_id == case_id, claims.c.kind == "prediction", claims.c.revision <= revision,
-                or_(claims.c.ended_revision.is_(None), claims.c.ended_revision > revision),
-                claims.c.claim_id.not_in(resolved)).order_by(claims.c.claim_id))
-        return [(r.claim_id, r.text) for r in rows]
 
     async def verdict(self, case_id: str, claim_id: str, revision: int) -> LedgerSnapshot | None:
         """The case's verdict, its bases and their claims, and the active sources those cite, at `revision`."""
