@@ -12,7 +12,7 @@ import os
 import pytest
 
 from services.cli.demo import DEMO_CASE_ID, load_demo
-from services.cli.demo_case import PENDING, RETIRED
+from services.cli.demo_case import PENDING, PENDING_PREDICTION, RETIRED
 from tests.e2e.test_review_ui import DOCS, browser  # noqa: F401 - the module's Chromium fixture
 from tests.factories import agent_session, claim_item, relation_item, seed, verdict_claim
 from tests.support import Stack, new_deployment, remove_deployment
@@ -79,7 +79,7 @@ async def test_the_demo_map_is_drawn_at_a_size_its_labels_can_be_read_at(demo, b
     async with demo.api() as api:
         graph = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}/graph")).json()
         pending = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}/proposals")).json()["proposals"]
-    assert [i["itemId"] for p in pending for i in p["items"]] == [PENDING[1]]
+    assert [i["itemId"] for p in pending for i in p["items"]] == [PENDING[1], PENDING_PREDICTION[1]]
     types = {e["type"] for e in graph["edges"]}
     assert {"supports", "contradicts", "qualifies", "amplifies", "cites"} <= types
     assert len({n["sourceType"] for n in graph["nodes"] if n["kind"] == "source"}) >= 3
