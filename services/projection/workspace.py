@@ -52,8 +52,9 @@ async def verdict_section(uow: ProjectionUnitOfWork, case_id: str, state: ViewSt
     row = (await uow.views.claims(case_id, [state.verdict_id])).get(state.verdict_id)
     groups = await uow.views.groups_around(case_id, [r.source_claim_id for r in found.relations])
     grounding = await uow.reads.grounding(case_id, [state.verdict_id], state.revision)
+    # Its own label; its `independentOrigins` stays the verdict view's (the origins of its bases' sources).
     return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {})) \
-        | grounding[state.verdict_id]
+        | {"grounding": grounding[state.verdict_id]["grounding"]}
 
 
 def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str],
