@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from shared import contracts as c
 from shared.graph_contracts import CaseGraphRef
 from shared.history_contracts import history_requests
+from shared.resolution_contracts import AgentRecordRef, ResolvePrediction
 from shared.search_contracts import search_requests
 from shared.subjects import Command
 from shared.webhook_contracts import ListDeliveries, ListWebhooks, Redeliver, RegisterWebhook, WebhookRef
@@ -53,4 +54,6 @@ def command_requests() -> dict[Command, type[BaseModel]]:
         Command.REDELIVER: Redeliver,
         **history_requests(),  # CASE_LEDGER's contract there (as of a revision), and the history commands
         **search_requests(),  # search_workspace, inspect_claims, the case search
+        Command.RESOLVE_PREDICTION: ResolvePrediction,
+        Command.AGENT_RECORD: AgentRecordRef,
     }

@@ -9,9 +9,10 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, VerdictClaim
+from shared.event_base import EventData
+from shared.resolution_events import ClaimGrounding, PredictionResolved, ResolvedPrediction
 from shared.subjects import Subjects
 
 SPEC_VERSION = "1.0"
@@ -28,10 +29,7 @@ class EventType(StrEnum):
     THESIS_DELTA_DECIDED = "threadline.thesis.delta.decided"
     THESIS_CHANGED = "threadline.thesis.changed"
     WEBHOOK_FAILING = "threadline.webhook.failing"
-
-
-class EventData(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    PREDICTION_RESOLVED = "threadline.prediction.resolved"
 
 
 class CaseCreated(EventData):
@@ -158,6 +156,8 @@ class LedgerChange(EventData):
     superseded: list[SupersededRecord] = []
     retired: list[EndedRecord] = []
     rerated: list[ReratedRecord] = []
+    grounding: list[ClaimGrounding] = []  # of every claim added, and of every claim citing a source retired
+    resolved: list[ResolvedPrediction] = []  # a prediction's resolution
 
 
 class LedgerChanged(EventData):
@@ -354,6 +354,7 @@ DATA_SCHEMAS: dict[EventType, type[EventData]] = {
     EventType.THESIS_DELTA_DECIDED: ThesisDeltaDecided,
     EventType.THESIS_CHANGED: ThesisChanged,
     EventType.WEBHOOK_FAILING: WebhookFailing,
+    EventType.PREDICTION_RESOLVED: PredictionResolved,
 }
 
 

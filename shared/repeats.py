@@ -34,6 +34,9 @@ _BY_KIND: dict[Repeat, tuple[Command, ...]] = {
                      Command.DECIDE_DELTA),
     Repeat.ADDS: (Command.ADD_GUIDANCE, Command.ADD_SOURCE_FILE, Command.ADD_THESIS_CLAIM, Command.REGISTER_WEBHOOK),
 }
+# Resolving: an identical repeat is refused as resolved so already; the record of an agent is a read.
+_BY_KIND[Repeat.REFUSED] += (Command.RESOLVE_PREDICTION,)
+_BY_KIND[Repeat.READ] += (Command.AGENT_RECORD,)
 REPEAT: dict[Command, Repeat] = {command: kind for kind, commands in _BY_KIND.items() for command in commands}
 REPEAT |= {c: Repeat.READ for c in (Command.SEARCH_WORKSPACE, Command.INSPECT_CLAIMS, Command.CASE_SEARCH)}
 

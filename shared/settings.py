@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     # the named command, before it replies — what a crash at the worst moment looks like to the caller;
     # `pause_after_commit:decide` holds the reply a few seconds (an outage can then strike while it waits).
     failpoints: str = ""
+    # Review checks turned off, by name ("prediction-without-year,merge-across-kinds"; docs/review-checks.md).
+    review_checks_disabled: str = ""
 
     # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a
     # new one), so `migrate` never undoes an operator's change; 3 on a three-server NATS cluster.
@@ -96,6 +98,10 @@ class Settings(BaseSettings):
     def failpoint_commands(self, moment: str) -> set[str]:
         return {command for point in self.failpoints.split(",") if point.strip()
                 for name, _, command in [point.strip().partition(":")] if name == moment}
+
+    @property
+    def disabled_review_checks(self) -> frozenset[str]:
+        return frozenset(name.strip() for name in self.review_checks_disabled.split(",") if name.strip())
 
     @property
     def workers(self) -> int:

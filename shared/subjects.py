@@ -72,6 +72,9 @@ class Command(StrEnum):
     SEARCH_WORKSPACE = "search_workspace"
     INSPECT_CLAIMS = "inspect_claims"
     CASE_SEARCH = "case_search"
+    # review: predictions' resolutions and agents' track records
+    RESOLVE_PREDICTION = "resolve_prediction"
+    AGENT_RECORD = "agent_record"
 
 
 OWNER: dict[Command, Service] = {
@@ -90,6 +93,7 @@ OWNER: dict[Command, Service] = {
     **{c: Service.WEBHOOKS for c in (Command.REGISTER_WEBHOOK, Command.LIST_WEBHOOKS, Command.GET_WEBHOOK,
                                      Command.DELETE_WEBHOOK, Command.LIST_DELIVERIES, Command.REDELIVER)},
     **{c: Service.PROJECTION for c in (Command.SEARCH_WORKSPACE, Command.INSPECT_CLAIMS, Command.CASE_SEARCH)},
+    **{c: Service.REVIEW for c in (Command.RESOLVE_PREDICTION, Command.AGENT_RECORD)},
 }
 
 

@@ -26,9 +26,11 @@ from services.thesis_delta.ports import ThesisUnitOfWork
 from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
 from shared.errors import Unavailable
 from shared.events import Event, LedgerChanged, Origin
+from shared.grounding import label
 from shared.health import Basis, Rating
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, Provenance, RecordHistory, References
 from shared.replies import CompanyContext
+from shared.review_checks import CheckFacts
 from shared.subjects import Subjects
 from shared.uow import UnitOfWork
 
@@ -157,9 +159,22 @@ class FakeLedger:
                             entry["first"].append(record.get("id") or record.get("groupId"))
         return StageFacts(found["revision"], await self.facts(case_id, found["revision"], refs), prior, since)
 
+    async def grounding(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        records = self.store.records
+        active = {claim_id: [records[(case_id, "source", s)] for s in records[(case_id, "claim", claim_id)]["sources"]
+                             if records.get((case_id, "source", s), {}).get("status") == ACTIVE]
+                  for claim_id in claim_ids}
+        return {claim_id: label((s.get("type", "primary"), s.get("publisher", "")) for s in found)
+                for claim_id, found in active.items()}
+
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        """The fake store keeps no source metadata: the checks' facts are read from PostgreSQL only."""
+        return CheckFacts()
+
     async def add_sources(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:
-            self.store.add_record(case_id, "source", item.id, revision=provenance.revision)
+            self.store.add_record(case_id, "source", item.id, type=item.type, publisher=item.publisher,
+                                  revision=provenance.revision)
 
     async def add_claims(self, case_id: str, items: Sequence[Any], provenance: Provenance) -> None:
         for item in items:

@@ -100,3 +100,9 @@ RETIRED = {"id": "demo-vendor-blog", "note": "The vendor withdrew the post; its 
 PENDING = ("stage_claims", "demo-claim-backup-heat", {"claims": [_claim(
     "demo-claim-backup-heat", "112 of the 120 trial homes needed no backup heating through the 2023 winter.",
     ["demo-field-trial-2023"])]})
+
+# A prediction stated as established, from a record of past carbon intensity: its review checks show on the
+# proposal page and in the stage answer (docs/review-checks.md).
+PENDING_PREDICTION = ("stage_claims", "demo-claim-zero-emission", {"claims": [_claim(
+    "demo-claim-zero-emission", "The grid will be fully decarbonised by 2027, so heat pumps become zero-emission.",
+    ["demo-grid-outlook"], kind="prediction", confidence="established")]})

@@ -33,6 +33,8 @@ from services.gateway import (
     http_api,
     metrics,
     queue_ui,
+    record_ui,
+    resolutions_api,
     search_api,
     search_ui,
     ui,
@@ -240,11 +242,13 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.include_router(http_api.router)
     app.include_router(history_api.router)
     app.include_router(search_api.router)
+    app.include_router(resolutions_api.router)
     app.include_router(feed.router)
     app.include_router(ui.router)
     app.include_router(history_ui.router)
     app.include_router(queue_ui.router)
     app.include_router(search_ui.router)
+    app.include_router(record_ui.router)
     app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
 
     @app.exception_handler(ThreadlineError)

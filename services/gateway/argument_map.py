@@ -34,6 +34,17 @@ class LostRef(Contract):
 VERDICT_NODE = "verdict"  # the map's node kinds are source, claim and verdict (not the staged item kinds)
 
 
+class NodeGrounding(Contract):
+    grounding: Literal["primary", "secondary", "social-only", "none"]
+    independent_origins: int
+
+
+class NodeResolution(Contract):
+    outcome: Literal["true", "false", "void"]
+    resolved_on: str
+    source_id: str
+
+
 class GraphNode(Contract):
     id: str
     kind: Literal["source", "claim", "verdict"]
@@ -46,6 +57,8 @@ class GraphNode(Contract):
     publisher: str | None = None
     source_type: str | None = None
     relations_omitted: int = Field(default=0, description="A claim's relations to claims the map does not draw.")
+    grounding: NodeGrounding | None = Field(default=None, description="A claim's grounding from its active sources.")
+    resolution: NodeResolution | None = Field(default=None, description="A resolved prediction's latest outcome.")
 
 
 class GraphEdge(Contract):
@@ -330,6 +343,11 @@ def facts(node: GraphNode) -> list[tuple[str, str]]:
     lines = [("nstate", _state(node))]
     if warning := WARNINGS.get(node.health or ""):
         lines.append(("nwarn", warning))
+    if node.grounding is not None:
+        origins = node.grounding.independent_origins
+        lines.append(("nground", f"[{node.grounding.grounding}] {origins} origin{'' if origins == 1 else 's'}"))
+    if node.resolution is not None:
+        lines.append(("nresolved", f"resolved {node.resolution.outcome.upper()} · {node.resolution.resolved_on}"))
     if node.relations_omitted:
         lines.append(("nmore", f"+{node.relations_omitted} relation{'s' if node.relations_omitted > 1 else ''}"
                                " not drawn"))

@@ -8,14 +8,11 @@ from typing import Any
 from sqlalchemy import text
 
 from services.projection.ports import ProjectionUnitOfWork
-from shared import ledger
+from shared import grounding, ledger
 from shared.contracts import ToolRequest
-from shared.health import independent_origins
 from shared.search_contracts import InspectClaimsArgs
 
 RELATIONS_CAP = 12  # relations in, and out, of each claim
-PRIMARY = {"primary", "official", "standards", "benchmark"}
-SECONDARY = {"reporting", "analysis"}
 
 _CLAIMS = f"""
 SELECT c.claim_id, c.text, c.kind, c.confidence, c.status, c.transformation_note, c.proposal_rationale,
@@ -41,23 +38,14 @@ WHERE c.case_id = :case_id AND c.claim_id = ANY(CAST(:ids AS text[]))
 """
 
 
-def grounding(sources: list[dict[str, Any]]) -> tuple[str, int]:
-    """The claim's grounding from its active sources, and how many independent origins they amount to."""
-    active = [s for s in sources if s["status"] == "active"]
-    types = {s["type"] for s in active}
-    kind = ("primary" if types & PRIMARY else "secondary" if types & SECONDARY
-            else "social-only" if types else "none")
-    return kind, independent_origins(s["publisher"] for s in active)
-
-
 def _claim(row: Any) -> dict[str, Any]:
-    kind, origins = grounding(row.sources)
+    grounded = grounding.label((s["type"], s["publisher"]) for s in row.sources if s["status"] == "active")
     into, out = row.into, row.out_of
     return {
         "id": row.claim_id, "text": row.text, "kind": row.kind, "confidence": row.confidence,
         "status": "canonical" if row.status == "active" else row.status,
         "health": row.health or ("supported" if row.status == "active" else row.status),
-        "grounding": kind, "independentOrigins": origins,
+        **grounded,
         "transformationNote": row.transformation_note, "proposalRationale": row.proposal_rationale,
         "sources": [{k: s[k] for k in ("id", "title", "type", "status")} for s in row.sources],
         "relations": {"in": list(into["first"]), "out": list(out["first"]),

@@ -9,6 +9,7 @@ from sqlalchemy import and_, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.projection.claim_marks import ClaimMarks
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.search_index import SqlSearchIndex
@@ -49,7 +50,7 @@ ACTIVE = "active"
 _noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
 
 
-class SqlReads:
+class SqlReads(ClaimMarks):
     """The ledger, proposals and guidance as the read views need them, and the read models."""
 
     def __init__(self, connection: AsyncConnection) -> None:

@@ -19,6 +19,7 @@ from services.projection.ports import ProjectionUnitOfWork
 from shared import ledger
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
+from shared.grounding import grounding_for
 from shared.search_contracts import MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
 
 KINDS = ("source", "claim", "relation", "group")
@@ -130,6 +131,12 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
         if revision is None:
             raise NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases first")
         hits, total = await run(connection, search)
+        # Every claim a read returns carries its grounding (shared/grounding.py): the canonical claims here.
+        claims = [h["id"] for h in hits if h["kind"] == "claim" and not h.get("proposalId")]
+        grounded = await grounding_for(connection, case_id, claims)
+    for hit in hits:
+        if hit["kind"] == "claim" and hit["id"] in grounded and not hit.get("proposalId"):
+            hit.update(grounded[hit["id"]])
     page = (cursor or 1)
     answer: dict[str, Any] = {"caseId": case_id, "workspaceRevision": revision, "query": search.query,
                               "kinds": list(search.kinds), "status": status, "hits": hits, "total": total}

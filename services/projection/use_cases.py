@@ -79,7 +79,7 @@ async def _workspace(uow: ProjectionUnitOfWork, scope: str, cursor: int | None, 
     if "proposals" in shows:
         found["proposals"] = await _proposals(uow, case_id, agent)
     if "unresolved" in shows:
-        found["unresolved"] = await workspace.unresolved(uow, case_id, cursor, counts)
+        found["unresolved"] = await workspace.unresolved(uow, case_id, cursor, counts, state)
     if "guidance" in shows:
         found["guidance"] = await guidance.guidance(uow, case_id, cursor, counts)
     return found

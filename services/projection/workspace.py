@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from services.projection import domain, health, view_rows
 from services.projection.domain import ClaimView, LedgerSnapshot
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, SourceRow, ViewState
+from shared.review_checks import years_in
 
 WALK = 100  # claims read at a time while finding the sources behind the open claims
 
@@ -27,6 +29,7 @@ async def summary(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, cou
             "unresolved": unresolved_count,
         },
         "verdict": verdict,
+        "predictionsDue": await predictions_due(uow, case_id, state, health.NAMED_CAP),
         "evidenceHealth": view_rows.evidence_health(counts, state.verdict_id is not None, unsupported,
                                                     verdict.get("health", "missing")),
         "nextSteps": domain.next_steps(
@@ -48,12 +51,16 @@ async def verdict_section(uow: ProjectionUnitOfWork, case_id: str, state: ViewSt
         return None
     row = (await uow.views.claims(case_id, [state.verdict_id])).get(state.verdict_id)
     groups = await uow.views.groups_around(case_id, [r.source_claim_id for r in found.relations])
-    return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {}))
+    grounding = await uow.reads.grounding(case_id, [state.verdict_id], state.revision)
+    # Its own label; its `independentOrigins` stays the verdict view's (the origins of its bases' sources).
+    return domain.verdict_view(replace(found, groups=groups, health={row.claim_id: row.rating} if row else {})) \
+        | {"grounding": grounding[state.verdict_id]["grounding"]}
 
 
-def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str]) -> dict[str, Any]:
+def claim_item(c: ClaimView, groups: list[str], support: dict[str, int], open_types: list[str],
+               grounding: dict[str, Any] | None = None, resolution: dict[str, Any] | None = None) -> dict[str, Any]:
     ordered = sorted(groups)
-    return {
+    return (grounding or {}) | ({"resolution": resolution} if resolution else {}) | {
         "claimId": c.claim_id,
         "text": c.text,
         "kind": c.kind,
@@ -90,13 +97,17 @@ async def claims(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, focu
     edges = await uow.reads.relations_into(case_id, ids, state.revision, types=["supports", "contradicts"])
     around = await uow.views.groups_around(case_id, [e.source_claim_id for e in edges])
     support = domain.support(LedgerSnapshot(state.revision, relations=edges, groups=around))
+    grounding = await uow.reads.grounding(case_id, ids, state.revision)
+    resolved = await uow.reads.resolutions(case_id, [r.claim_id for r, _ in listed if r.kind == "prediction"],
+                                           state.revision)
     total = counts.get("claims.all" if with_verdict else "claims", 0)
     return {
         "total": total,
         "omitted": max(0, total - len(listed)),
         "items": [
             claim_item(ClaimView(r.claim_id, text, r.kind, r.confidence, r.lane, r.order, r.source_ids, r.revision),
-                       groups_of.get(r.claim_id, []), support.get(r.claim_id, {}), open_types.get(r.claim_id, []))
+                       groups_of.get(r.claim_id, []), support.get(r.claim_id, {}), open_types.get(r.claim_id, []),
+                       grounding.get(r.claim_id), resolved.get(r.claim_id))
             for r, text in listed
         ],
     }
@@ -161,7 +172,24 @@ async def _behind_open_claims(uow: ProjectionUnitOfWork, case_id: str, cap: int,
 
 
 async def unresolved(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
-                     counts: dict[str, int]) -> dict[str, Any]:
+                     counts: dict[str, int], state: ViewState | None = None) -> dict[str, Any]:
     start = cursor or 0
     chunk = await uow.views.unresolved_page(case_id, start, domain.PAGE_SIZE)
-    return domain.page_of(chunk, start, counts.get(UNRESOLVED, 0), "unresolved")
+    page = domain.page_of(chunk, start, counts.get(UNRESOLVED, 0), "unresolved")
+    if state is not None:
+        page["predictionsDue"] = await predictions_due(uow, case_id, state, domain.PAGE_SIZE)
+    return page
+
+
+async def predictions_due(uow: ProjectionUnitOfWork, case_id: str, state: ViewState, cap: int) -> dict[str, Any]:
+    """Canonical predictions whose year has passed, not resolved yet: a reviewer should resolve them."""
+    this_year = datetime.now(UTC).year
+    due = []
+    for claim_id, text in await uow.reads.open_predictions(case_id, state.revision):
+        years = years_in(text)
+        if years and max(years) < this_year:
+            due.append({"type": "prediction_due", "claimId": claim_id, "year": max(years),
+                        "action": f"its year {max(years)} has passed: a reviewer resolves it true, false or void "
+                                  f"(POST /api/v1/cases/{case_id}/resolutions)"})
+    return {"total": len(due), "items": due[:cap], "omitted": max(0, len(due) - cap)}
+

@@ -14,6 +14,7 @@ from typing import Any
 
 from shared import health
 from shared.errors import NotFound
+from shared.grounding import label
 from shared.ledger import VERDICT
 
 NODES_CAP = 120
@@ -108,7 +109,10 @@ def graph_view(case_id: str, revision: int, records: Mapping[str, Sequence[Mappi
             nodes.append({"id": node_id, "kind": "verdict" if c["kind"] == VERDICT else "claim",
                           "label": _label(c["text"]), "status": c["status"], "confidence": c["confidence"],
                           "health": c["health"] or health.SUPPORTED, "lost": c["lost"] or [],
-                          "relationsOmitted": hidden})
+                          "relationsOmitted": hidden,
+                          "grounding": label((sources[s]["type"], sources[s]["publisher"])
+                                             for s in cites.get(node_id, [])
+                                             if s in sources and sources[s]["status"] == "active")})
         else:
             s = sources[node_id]
             nodes.append({"id": node_id, "kind": "source", "label": _label(s["title"]), "status": s["status"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from services.review import history, use_cases
+from services.review import history, resolutions, track_records, use_cases
 from services.review.repository import SqlReviewUnitOfWork
 from shared.service import ServiceContext, command_router
 from shared.subjects import Command
@@ -24,6 +24,8 @@ ROUTES = {
     Command.CASE_DIFF: history.case_diff,
     Command.CLAIM_TIMELINE: history.claim_timeline,
     Command.EXPORT_PAGE: history.export_page,
+    Command.RESOLVE_PREDICTION: resolutions.resolve_prediction,
+    Command.AGENT_RECORD: track_records.agent_record,
 }
 
 

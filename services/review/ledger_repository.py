@@ -10,6 +10,7 @@ from sqlalchemy import and_, case, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from shared import review_check_facts
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
 from shared.db.history_tables import rating_history
 from shared.db.queries import active_at, dicts, latest_ratings, ledger_facts
@@ -24,8 +25,10 @@ from shared.db.tables import (
     sources,
 )
 from shared.events import LedgerChanged
+from shared.grounding import grounding_for
 from shared.health import Basis, Rating
 from shared.ledger import ACTIVE, VERDICT, LedgerFacts, Provenance, References
+from shared.review_checks import CheckFacts
 
 
 def _provenance(provenance: Provenance) -> dict[str, Any]:
@@ -53,6 +56,12 @@ class SqlLedger:
 
     async def facts(self, case_id: str, revision: int, refs: References) -> LedgerFacts:
         return await ledger_facts(self.connection, case_id, revision, refs)
+
+    async def grounding(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return await grounding_for(self.connection, case_id, claim_ids)
+
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        return await review_check_facts.load(self.connection, case_id, items, relations)
 
     # --- installing accepted items ---------------------------------------------------------------
 

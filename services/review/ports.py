@@ -113,9 +113,24 @@ class Queue(Protocol):
     async def records_named(self, case_id: str, record: str, ids: Sequence[str]) -> dict[str, str]: ...
 
 
+class Resolutions(Protocol):
+    """Predictions' resolutions (services/review/resolutions.py), append-only."""
+
+    async def claim(self, case_id: str, claim_id: str) -> Any: ...
+
+    async def source_status(self, case_id: str, source_id: str) -> str | None: ...
+
+    async def latest(self, case_id: str, claim_id: str) -> dict[str, Any] | None: ...
+
+    async def latest_in_case(self, case_id: str, as_of: int | None = None) -> dict[str, dict[str, Any]]: ...
+
+    async def add(self, row: dict[str, Any]) -> None: ...
+
+
 class ReviewUnitOfWork(UnitOfWork):
     cases: Cases
     proposals: Proposals
     ledger: Ledger
     history: History
     queue: Queue
+    resolutions: Resolutions

@@ -15,6 +15,7 @@ from services.review.history_repository import SqlHistory
 from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import SqlQueue
+from services.review.resolutions import SqlResolutions
 from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.tables import (
     case_focus,
@@ -36,6 +37,7 @@ class SqlReviewUnitOfWork(SqlUnitOfWork, ReviewUnitOfWork):
         self.ledger = SqlLedger(connection)
         self.history = SqlHistory(connection)
         self.queue = SqlQueue(connection)
+        self.resolutions = SqlResolutions(connection)
 
 
 

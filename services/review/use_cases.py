@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.review import domain, duplicate_views, graph, queue, views
+from services.review import checks_view, domain, duplicate_views, graph, queue, resolutions, views
 from services.review.ports import ReviewUnitOfWork
 from shared import health, id_prefix, kinds
 from shared.as_of import check_as_of
@@ -25,6 +25,7 @@ from shared.errors import AlreadyExists, InvalidArgument
 from shared.events import (
     AddedVerdict,
     CaseCreated,
+    ClaimGrounding,
     GuidanceAdded,
     LedgerChange,
     LedgerChanged,
@@ -97,8 +98,13 @@ async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]
         if cmd.as_of is not None:
             check_as_of(cmd.as_of, found["revision"])
         records = await uow.ledger.graph(cmd.case_id, cmd.as_of)
+        resolved = await uow.resolutions.latest_in_case(cmd.case_id, cmd.as_of)
     revision = found["revision"] if cmd.as_of is None else cmd.as_of
-    return graph.graph_view(cmd.case_id, revision, records, focus=cmd.focus)
+    view = graph.graph_view(cmd.case_id, revision, records, focus=cmd.focus)
+    for node in view["nodes"]:
+        if node["id"] in resolved and node["kind"] == "claim":
+            node["resolution"] = resolutions.node_resolution(resolved[node["id"]])
+    return view
 
 
 # --- a reviewer's own changes: recording sources, retiring records ------------------------------------
@@ -138,23 +144,32 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
             retired.append({"record": record, "id": record_id, "note": cmd.note})
             retired += [{"record": kind, "id": linked, "note": f"its claim {record_id} was retired"}
                         for kind, linked in links_ended]
-        rerated = await _rerate(uow, cmd.case_id, [(r["record"], r["id"]) for r in retired], step_revision)
+        rerated, citing = await _rerate(uow, cmd.case_id, [(r["record"], r["id"]) for r in retired], step_revision)
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
-        change = LedgerChange(retired=retired, rerated=rerated)
+        change = LedgerChange(retired=retired, rerated=rerated,
+                              grounding=await _grounding(uow, cmd.case_id, citing))
         await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired, "rerated": rerated}
 
 
 async def _rerate(uow: ReviewUnitOfWork, case_id: str, retired: list[tuple[str, str]],
-                  revision: int) -> list[dict[str, Any]]:
-    """Re-rate what leaned on the records just retired (evidence health), recorded in the same transaction."""
+                  revision: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Re-rate what leaned on the records just retired (evidence health), recorded in the same transaction;
+    and name the active claims that cited a source retired (their grounding changes with it)."""
     citations = await uow.ledger.citations_of(case_id, [i for record, i in retired if record == "source"])
     verdict_id, bases = await uow.ledger.verdict_bases(case_id)
     ratings = health.rerate(retired=retired, citations=citations, verdict_id=verdict_id, bases=bases,
                             current=await uow.ledger.ratings(case_id))
     await uow.ledger.rate(case_id, ratings, revision)
-    return [r.to_json() for r in ratings]
+    return [r.to_json() for r in ratings], list(citations)
+
+
+async def _grounding(uow: ReviewUnitOfWork, case_id: str, claim_ids: list[str]) -> list[ClaimGrounding]:
+    """The grounding of these claims from the sources active now (inside the change's transaction)."""
+    found = await uow.ledger.grounding(case_id, claim_ids)
+    return [ClaimGrounding(claim_id=claim_id, grounding=g["grounding"], independent_origins=g["independentOrigins"])
+            for claim_id, g in found.items()]
 
 
 async def _existing(uow: ReviewUnitOfWork, case_id: str) -> dict[str, Any]:
@@ -220,11 +235,15 @@ async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any
         decided = await uow.proposals.decisions_of([proposal.proposal_id])
         cited = await uow.ledger.evidence(proposal.case_id, domain.refs_of(proposal, [i.item_id for i in proposal.items]))
         flags = await uow.proposals.possible_duplicates(proposal.case_id, [proposal.proposal_id])
+        checked = await checks_view.annotations(uow.ledger, proposal.case_id, proposal.kind,
+                                                {i.item_id: proposal.typed(i) for i in proposal.items})
     previews = {i.item_id: domain.would_change(proposal, i, facts) for i in proposal.items if i.outcome is None}
     evidence = {i.item_id: views.evidence_view(proposal.item_kind, proposal.typed(i), cited) for i in proposal.items}
     view = views.proposal_view(proposal, previews=previews, decisions=decided.get(proposal.proposal_id, []),
                                evidence=evidence)
     view = duplicate_views.with_possible_duplicates(view, flags)
+    for entry in view["items"]:
+        entry.update(checked[entry["itemId"]])
     return {**view, "caseRevision": found_case["revision"], "caseQuestion": found_case["question"]}
 
 
@@ -275,8 +294,11 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
     change = await proposal.item_kind.install(uow.ledger, proposal.case_id,
                                               [proposal.typed(i) for i in plan.accepted], provenance)
     if any(isinstance(claim, AddedVerdict) for claim in change.claims_added):  # a verdict may rest on lost support
-        rerated = await _rerate(uow, proposal.case_id, [], revision)
+        rerated, _ = await _rerate(uow, proposal.case_id, [], revision)
         change = change.model_copy(update={"rerated": [ReratedRecord.model_validate(r) for r in rerated]})
+    if change.claims_added:
+        change = change.model_copy(update={
+            "grounding": await _grounding(uow, proposal.case_id, [c.id for c in change.claims_added])})
     await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
                                            domain.accepted_summary(proposal, plan, decision.reviewer), change,
                                            decision.decision_id, proposal.proposal_id))

@@ -15,6 +15,7 @@ from shared.errors import InvalidArgument, NotFound, StaleRevision
 from shared.kinds import VERDICT, ItemKind
 from shared.ledger import LedgerFacts
 from shared.problems import Problem
+from shared.review_checks import Flag
 
 CHANGES_NAMED = 20  # a stale refusal names at most this many changed records
 CHANGED_IDS = 5  # a rebase digest lists at most this many ids per kind of change
@@ -36,6 +37,7 @@ class Proposal:
     request_digest: str
     items: list[tuple[str, dict[str, Any]]]  # (item id, the item as the call carried it)
     duplicates: list[dict[str, Any]] = field(default_factory=list)  # possibleDuplicates, stored with it
+    flags: tuple[Flag, ...] = ()  # what the review checks flagged, stored with it (shared/review_checks.py)
 
     @property
     def item_ids(self) -> list[str]:
@@ -172,6 +174,7 @@ NEXT = ("A reviewer will accept or reject each item; nothing canonical changes u
 
 def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], *, pinned: int, revision: int,
                 since_pin: dict[str, dict[str, Any]] | None = None, replayed: bool = False,
+                flags: tuple[Flag, ...] | list[Flag] = (),
                 possible_duplicates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the agent is told: the proposal, its pending items, where it was pinned and stored, and what
     changed in between when it was rebased."""
@@ -183,6 +186,7 @@ def staged_view(case_id: str, proposal_id: str, kind: str, item_ids: list[str], 
         "pinnedRevision": pinned,
         "workspaceRevision": revision,
         "items": [{"itemId": item_id, "status": "pending"} for item_id in item_ids],
+        "reviewChecks": [flag.to_json() for flag in flags],
     }
     view["possibleDuplicates"] = possible_duplicates or []
     if replayed:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from services.staging.domain import Proposal, StageFacts
 from shared.ledger import References
+from shared.review_checks import CheckFacts
 from shared.uow import UnitOfWork
 
 STORED, REPLAYED = "stored", "replayed"
@@ -19,6 +21,9 @@ class StageReads(Protocol):
     async def stage_facts(self, case_id: str, pin: int, refs: References, agent: str,
                           digest: str, compared: tuple[list[str], list[str]] = ([], [])) -> StageFacts | None:
         """The case's revision and the facts a call needs (None when there is no such case)."""
+
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        """What the review checks of these items read (shared/review_check_facts.py), in one round trip."""
 
 
 class Proposals(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -9,10 +10,11 @@ import asyncpg
 from services.staging import duplicates
 from services.staging.domain import CHANGED_IDS, RECORD_ID_KEYS, Prior, Proposal, StageFacts
 from services.staging.ports import REPLAYED, STORED, LedgerMoved, StagingUnitOfWork
-from shared import outbox
+from shared import outbox, review_check_facts
 from shared.db.session import Database
 from shared.events import Event, Origin
 from shared.ledger import VERDICT, ClaimFact, LedgerFacts, RecordHistory, References
+from shared.review_checks import CheckFacts
 from shared.service import Meta, ServiceContext, origin
 
 # Everything a stage call is checked against, in one statement: the case's revision; each named record
@@ -45,7 +47,7 @@ FROM cases c WHERE c.case_id = $1
 """
 
 # The proposal, its items and its event (threadline_stage), and in the same statement the possible duplicates
-# flagged for its items ($16) when it was stored.
+# flagged for its items ($16) and what the review checks flagged ($17-$20), both only when it stored.
 STAGE_WRITE = """
 WITH staged AS (SELECT outcome, proposal_id FROM threadline_stage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
                                                                   $13, $14, $15)),
@@ -54,7 +56,13 @@ flagged AS (
   SELECT $3::uuid, d.item_id, d.rank, d.of_kind, d.of_id, d.of_status, d.of_proposal_id::uuid, d.similarity
   FROM staged, jsonb_to_recordset($16::jsonb) AS d(item_id text, rank int, of_kind text, of_id text, of_status text,
                                                    of_proposal_id text, similarity float8)
-  WHERE staged.outcome = 'stored')
+  WHERE staged.outcome = 'stored'),
+checked AS (
+  INSERT INTO review_check_flags (proposal_id, item_id, "check", case_id, agent_name, severity, message)
+  SELECT $3, f.item_id, f.check_name, $1, $6, f.severity, f.message
+  FROM staged, unnest($17::text[], $18::text[], $19::text[], $20::text[]) AS f(item_id, check_name, severity, message)
+  WHERE staged.outcome = 'stored'
+  ON CONFLICT DO NOTHING)
 SELECT outcome, proposal_id::text FROM staged
 """
 
@@ -91,6 +99,9 @@ class PgStageReads:
         return StageFacts(row["revision"], facts, prior, row["since_pin"] or {}, row["similar_claims"],
                           row["same_urls"])
 
+    async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
+        return await review_check_facts.load(self.connection, case_id, items, relations)
+
 
 class PgProposals:
     def __init__(self) -> None:
@@ -108,6 +119,8 @@ class PgProposals:
             proposal.pinned_revision, proposal.agent_name, proposal.token_id, proposal.correlation_id,
             proposal.request_digest, [list(item) for item in proposal.items], event.event_id, event.subject,
             event.event_type.value, event.envelope, outbox.headers(event), duplicates.rows(proposal.duplicates),
+            [f.item_id for f in proposal.flags], [f.check for f in proposal.flags],
+            [f.severity for f in proposal.flags], [f.message for f in proposal.flags],
         )
         if outcome == "moved":
             raise LedgerMoved

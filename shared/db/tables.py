@@ -447,4 +447,4 @@ Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS N
 
 # --- webhooks, read models, history: their own modules on base.py's metadata, imported so it holds them ---
 
-from shared.db import history_tables, search_tables, view_tables, webhook_tables  # noqa: E402, F401
+from shared.db import history_tables, review_tables, search_tables, view_tables, webhook_tables  # noqa: E402, F401

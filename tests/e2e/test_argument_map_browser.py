@@ -12,7 +12,7 @@ import os
 import pytest
 
 from services.cli.demo import DEMO_CASE_ID, load_demo
-from services.cli.demo_case import PENDING, RETIRED
+from services.cli.demo_case import PENDING, PENDING_PREDICTION, RETIRED
 from tests.e2e.test_review_ui import DOCS, browser  # noqa: F401 - the module's Chromium fixture
 from tests.factories import agent_session, claim_item, relation_item, seed, verdict_claim
 from tests.support import Stack, new_deployment, remove_deployment
@@ -79,7 +79,7 @@ async def test_the_demo_map_is_drawn_at_a_size_its_labels_can_be_read_at(demo, b
     async with demo.api() as api:
         graph = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}/graph")).json()
         pending = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}/proposals")).json()["proposals"]
-    assert [i["itemId"] for p in pending for i in p["items"]] == [PENDING[1]]
+    assert [i["itemId"] for p in pending for i in p["items"]] == [PENDING[1], PENDING_PREDICTION[1]]
     types = {e["type"] for e in graph["edges"]}
     assert {"supports", "contradicts", "qualifies", "amplifies", "cites"} <= types
     assert len({n["sourceType"] for n in graph["nodes"] if n["kind"] == "source"}) >= 3
@@ -113,7 +113,7 @@ async def test_the_demo_map_is_drawn_at_a_size_its_labels_can_be_read_at(demo, b
 
     health = await page.locator("#evidence-health").inner_text()
     assert "demo-claim-bills" in health and "demo-verdict" in health and RETIRED["id"] in health
-    assert "1" in await page.locator("h2:has-text('Pending proposals') .count").inner_text()
+    assert "2" in await page.locator("h2:has-text('Pending proposals') .count").inner_text()  # two left pending
 
     # The full text of a node on hover (its title, shown below the map); its row through "row ↓".
     await svg.locator("a[data-node='demo-claim-cold-snap']").hover()
@@ -340,4 +340,4 @@ async def test_a_demo_the_reviewer_changed_loads_again_without_restaging_what_le
         assert retired.status_code == 200, retired.text
         await load_demo(demo.settings)  # the claim is in the ledger's history: nothing is staged again
         case = (await api.get(f"/api/v1/cases/{DEMO_CASE_ID}")).json()
-        assert case["revision"] == retired.json()["revision"] and case["pendingProposals"] == 1
+        assert case["revision"] == retired.json()["revision"] and case["pendingProposals"] == 2

@@ -94,7 +94,7 @@ async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack
         by_item = {i["itemId"]: i["possibleDuplicates"] for i in shown["items"]}
         assert by_item["c-other"] == []
         assert by_item["c-restated"][0]["of"] == {"kind": "claim", "id": "c-original", "status": "canonical",
-                                                  "text": original_text}
+                                                  "text": text}
 
         # Once the pending item it named is rejected, the later proposal says so.
         await decide(stack, staged["proposalId"], reject=["c-restated", "c-other"])

@@ -1,0 +1,61 @@
+"""A claim's grounding, from its active sources (CONTRACT): `primary` (at least one primary, official, standards or
+benchmark source), `secondary` (else at least one reporting or analysis source), `social-only` (only social
+sources), `none` (no active source); and `independentOrigins`, the number of distinct publishers among them.
+
+`grounding_for` is the one place every read asks: get_workspace's scopes, the map, the proposal page, the
+`ledger.changed` events of a retirement, and `inspect_claims`/`search_workspace`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from shared.db.raw import fetch
+
+PRIMARY_TYPES = frozenset({"primary", "official", "standards", "benchmark"})
+SECONDARY_TYPES = frozenset({"reporting", "analysis"})
+SOCIAL_TYPES = frozenset({"social"})
+LABELS = ("primary", "secondary", "social-only", "none")
+
+
+def origin_of(publisher: str) -> str:
+    """Publishers written with other spacing or case are one origin."""
+    return " ".join(publisher.casefold().split())
+
+
+def label(sources: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The grounding of a claim whose active sources are these (type, publisher) pairs."""
+    listed = list(sources)
+    types = {source_type for source_type, _ in listed}
+    if types & PRIMARY_TYPES:
+        name = "primary"
+    elif types & SECONDARY_TYPES:
+        name = "secondary"
+    elif types and types <= SOCIAL_TYPES:
+        name = "social-only"
+    else:
+        name = "none"
+    return {"grounding": name, "independentOrigins": len({origin_of(publisher) for _, publisher in listed})}
+
+
+# A source is active at revision R when it came at or before R and had not ended by R; without R, active now.
+GROUNDING = """
+SELECT cs.claim_id, s.type, s.publisher
+FROM claim_sources cs JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
+WHERE cs.case_id = $1 AND cs.claim_id = ANY($2::text[])
+  AND CASE WHEN $3::bigint IS NULL THEN s.status = 'active'
+           ELSE s.revision <= $3 AND (s.ended_revision IS NULL OR s.ended_revision > $3) END
+"""
+
+
+async def grounding_for(connection: Any, case_id: str, claim_ids: Sequence[str],
+                        as_of: int | None = None) -> dict[str, dict[str, Any]]:
+    """{claimId: {grounding, independentOrigins}} for each named claim (one indexed read), from its sources
+    active now, or at revision `as_of`. `connection` is an asyncpg connection or a SQLAlchemy AsyncConnection."""
+    wanted = list(dict.fromkeys(claim_ids))
+    if not wanted:
+        return {}
+    found: dict[str, list[tuple[str, str]]] = {claim_id: [] for claim_id in wanted}
+    for row in await fetch(connection, GROUNDING, case_id, wanted, as_of):
+        found[row["claim_id"]].append((row["type"], row["publisher"]))
+    return {claim_id: label(sources) for claim_id, sources in found.items()}

@@ -1,0 +1,148 @@
+"""Predictions resolve (a ledger change with its events; bad input refused naming the field; never undone, only
+superseded with a note), and an agent's track record — its Brier score and calibration worked out by hand."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+
+from tests.events import stream_events, wait_until_published
+from tests.factories import agent_session, claim_item, decide, source_item, ui_sign_in
+
+
+async def resolve(stack, case_id: str, status: int = 200, **body) -> dict:
+    async with stack.api() as api:
+        response = await api.post(f"/api/v1/cases/{case_id}/resolutions", json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+async def record(stack, name: str, role: str = "reviewer", status: int = 200) -> dict:
+    async with stack.api(role) as api:
+        response = await api.get(f"/api/v1/agents/{name}/record")
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def prediction(claim_id: str, confidence: str, year: int = 2025) -> dict:
+    return claim_item(claim_id, ["outcomes"], kind="prediction", confidence=confidence,
+                      text=f"Prediction {claim_id} comes true by {year}.")
+
+
+async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refused_naming_the_field(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes"), source_item("gone")])
+        await agent.accepted("stage_claims", claims=[prediction("p1", "supported"),
+                                                     claim_item("seen", ["outcomes"])])
+        async with stack.api() as api:
+            assert (await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "source", "id": "gone"}], "note": "withdrawn"})).status_code == 200
+        before = await agent.revision()
+        body = {"claimId": "p1", "outcome": "true", "sourceId": "outcomes", "resolvedOn": "2026-01-15"}
+
+        refused = [
+            ({**body, "claimId": "seen"}, "claimId"),  # an observation, not a prediction
+            ({**body, "claimId": "nothing"}, "claimId"),
+            ({**body, "sourceId": "gone"}, "sourceId"),  # retired: not canonical
+            ({**body, "sourceId": "nowhere"}, "sourceId"),
+            ({**body, "resolvedOn": "2999-01-01"}, "resolvedOn"),
+            ({**body, "resolvedOn": "2026-02-30"}, "resolvedOn"),
+            ({**body, "outcome": "maybe"}, "outcome"),
+        ]
+        for bad, field in refused:
+            async with stack.api() as api:
+                response = await api.post(f"/api/v1/cases/{agent.case_id}/resolutions", json=bad)
+            assert response.status_code in (400, 404, 422), response.text
+            error = response.json()["error"]
+            assert error.get("field") == field or field in {p["field"] for p in error.get("problems", [])}, error
+        assert await agent.revision() == before  # nothing refused changed the ledger
+
+        first = await resolve(stack, agent.case_id, **body)
+        assert first["revision"] == before + 1 and first["resolved"]["outcome"] == "true"
+        again = await resolve(stack, agent.case_id, 422, **{**body, "outcome": "false"})
+        assert again["error"]["field"] == "note"  # resolving twice without a note
+        assert (await resolve(stack, agent.case_id, 409, **body))["error"]["field"] == "claimId"
+        second = await resolve(stack, agent.case_id, **{**body, "outcome": "void", "note": "the series was revised"})
+        assert second["revision"] == before + 2 and second["resolved"]["supersedes"] == first["resolved"]["resolutionId"]
+
+        await wait_until_published(stack.db)
+        events = [e for e in await stream_events(stack.settings) if e["subject"] == f"case/{agent.case_id}"]
+        resolved = [e for e in events if e["type"] == "threadline.prediction.resolved"]
+        assert [(e["revision"], e["data"]["outcome"]) for e in resolved] == [(before + 1, "true"), (before + 2, "void")]
+        assert resolved[1]["data"]["note"] == "the series was revised"
+        changed = {e["revision"]: e["data"] for e in events if e["type"] == "threadline.ledger.changed"}
+        assert changed[before + 1]["changes"]["resolved"][0]["claimId"] == "p1"
+        assert changed[before + 2]["previousRevision"] == before + 1
+
+
+async def test_the_track_record_of_ten_resolved_predictions_matches_the_figures_worked_out_by_hand(stack):
+    outcomes = {  # claim: (confidence, outcome)
+        "p1": ("established", "true"), "p2": ("established", "true"), "p3": ("established", "false"),
+        "p4": ("supported", "true"), "p5": ("supported", "false"), "p6": ("supported", "true"),
+        "p7": ("disputed", "true"), "p8": ("disputed", "false"),
+        "p9": ("contradicted", "false"), "p10": ("unknown", "true"),
+        "p11": ("supported", "void"),  # void: resolved, but never scored
+    }
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        listed = [prediction(c, conf) for c, (conf, _) in outcomes.items()] + [claim_item("dull", ["outcomes"])]
+        for start in range(0, len(listed), 4):  # at most four claims a call: three proposals
+            staged = await agent.stage("stage_claims", claims=listed[start:start + 4])
+            ids = [i["itemId"] for i in staged["items"]]
+            await decide(stack, staged["proposalId"], accept=[i for i in ids if i != "dull"],
+                         reject=[i for i in ids if i == "dull"], note="says nothing new" if "dull" in ids else None)
+        for claim_id, (_, outcome) in outcomes.items():
+            await resolve(stack, agent.case_id, claimId=claim_id, outcome=outcome, sourceId="outcomes",
+                          resolvedOn="2026-01-02")
+        pending = await agent.stage("stage_claims", claims=[claim_item("later", ["outcomes"])])
+        rejected = await agent.stage("stage_claims", claims=[claim_item("again", ["outcomes"])])
+        await decide(stack, rejected["proposalId"], reject=["again"], note="says nothing new")
+        assert pending["proposalId"]
+
+        found = await record(stack, agent.name)
+        # By hand: (p - o)² per scored prediction, p from docs/review-checks.md.
+        # established .95: T, T, F -> .0025 + .0025 + .9025 = .9075
+        # supported   .75: T, F, T -> .0625 + .5625 + .0625 = .6875
+        # disputed    .50: T, F    -> .25 + .25             = .5
+        # contradicted .10: F      -> .01
+        # unknown     .50: T       -> .25
+        # sum 2.355 over 10 -> Brier .2355
+        assert found["predictions"]["resolved"] == 10 and found["predictions"]["void"] == 1
+        assert found["predictions"]["brier"] == pytest.approx(0.2355)
+        table = [(r["confidence"], r["n"], r["true"]) for r in found["predictions"]["calibration"]]
+        assert table == [("established", 3, 2), ("supported", 3, 2), ("disputed", 2, 1), ("unknown", 1, 1),
+                         ("contradicted", 1, 0)]
+        assert found["agent"] == agent.name and found["proposals"] == 6  # sources, three of claims, later, again
+        assert found["items"] == {"accepted": 12, "rejected": 2, "pending": 1}
+        assert found["acceptanceRate"] == pytest.approx(12 / 14, abs=1e-6)
+        assert found["rejectionNotes"] == [{"note": "says nothing new", "count": 2}]
+        assert found["checks"]["prediction-established"] == 3  # p1, p2, p3 staged as established
+        assert found["duplicatesFlagged"] == 0
+
+        assert (await record(stack, agent.name, role="admin"))["proposals"] == 6
+        assert (await record(stack, "nobody-at-all", status=404))["error"]["field"] == "name"
+
+
+async def test_predictions_whose_year_passed_are_listed_until_resolved_and_the_outcome_shows_everywhere(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        await agent.accepted("stage_claims", claims=[prediction("past", "supported", 2020),
+                                                     prediction("future", "supported", 2999)])
+        summary = await agent.ok("get_workspace", {})
+        assert [d["claimId"] for d in summary["predictionsDue"]["items"]] == ["past"]
+        section = (await agent.ok("get_workspace", {"scope": "unresolved"}))["unresolved"]["predictionsDue"]
+        assert section["total"] == 1 and section["items"][0]["year"] == 2020
+
+        await resolve(stack, agent.case_id, claimId="past", outcome="false", sourceId="outcomes",
+                      resolvedOn="2021-01-01")
+        assert (await agent.ok("get_workspace", {}))["predictionsDue"]["total"] == 0
+        claims = {c["claimId"]: c for c in (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]["items"]}
+        assert claims["past"]["resolution"] == {"outcome": "false", "resolvedOn": "2021-01-01", "sourceId": "outcomes"}
+        assert "resolution" not in claims["future"]
+        async with stack.api() as api:
+            nodes = {n["id"]: n for n in (await api.get(f"/api/v1/cases/{agent.case_id}/graph")).json()["nodes"]}
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}")).text
+        assert nodes["past"]["resolution"]["outcome"] == "false" and nodes["future"].get("resolution") is None
+        assert "resolved false · 2021-01-01" in page and "resolved FALSE · 2021-01-01" in page  # the list; the map
