@@ -59,6 +59,12 @@ class ItemKind(Generic[Item]):
             return [self.item.model_validate(arguments.model_dump(include={"claim", "relations"}))]
         return list(getattr(arguments, self.items))
 
+    def record_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The record a stored item states (a verdict patch: its claim), found by where its id is."""
+        for key in self.id_key.split(".")[:-1]:
+            payload = payload[key]
+        return payload
+
     def where(self, index: int) -> str:
         return f"{self.items}[{index}]" if self.items else ""
 

@@ -16,10 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared import search_text
+from shared.kinds import KINDS
 
 CANONICAL, PENDING, RETIRED = "canonical", "pending", "retired"
-RECORD_OF_PROPOSAL = {"sources": "source", "claims": "claim", "relations": "relation", "merge": "group",
-                      "verdict": "claim"}
 _ADDED = (("sourcesAdded", "source"), ("claimsAdded", "claim"), ("relationsAdded", "relation"),
           ("groupsAdded", "group"))
 _CHUNK = 2000
@@ -44,9 +43,8 @@ class IndexRow:
 
 def pending_rows(proposal_id: str, proposal_kind: str, items: Iterable[Mapping[str, Any]]) -> list[IndexRow]:
     """The rows of a proposal's pending items (a verdict patch: its claim)."""
-    kind = RECORD_OF_PROPOSAL[proposal_kind]
-    return [IndexRow.of(kind, item["claim"] if proposal_kind == "verdict" else item, PENDING, proposal_id)
-            for item in items]
+    kind = KINDS[proposal_kind]
+    return [IndexRow.of(kind.record, kind.record_payload(dict(item)), PENDING, proposal_id) for item in items]
 
 
 def change_rows(changes: Mapping[str, Any]) -> list[IndexRow]:

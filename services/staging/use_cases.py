@@ -76,8 +76,7 @@ async def _stage_once(kind: ItemKind, request: ToolRequest[Pinned], uow: Staging
 
 def _compared(kind: ItemKind, item: Any) -> dict[str, Any]:
     """What an item is compared by for possible duplicates (a verdict patch: its claim)."""
-    payload = item.model_dump(mode="json", by_alias=True)
-    return payload["claim"] if kind.name == "verdict" else payload
+    return kind.record_payload(item.model_dump(mode="json", by_alias=True))
 
 
 def _replayed(case_id: str, prior: domain.Prior, revision: int, checks: list[Any],

@@ -24,9 +24,21 @@ async def record(stack, name: str, role: str = "reviewer", status: int = 200) ->
     return response.json()
 
 
+# Predictions unlike each other: staging flags restatements as possible duplicates, and the track record counts them.
+SAID = {
+    "p1": "Copper prices double within {year}.", "p2": "Rail freight overtakes road haulage in {year}.",
+    "p3": "Offshore wind supplies a third of the grid by {year}.", "p4": "Grain harvests fall after the {year} drought.",
+    "p5": "Airline fares halve for short flights in {year}.", "p6": "Chip exports from Taiwan peak during {year}.",
+    "p7": "The Rhine runs too low for barges each summer until {year}.", "p8": "Coal imports to India stop by {year}.",
+    "p9": "Ten-year bond yields exceed nine percent in {year}.", "p10": "Tourist arrivals in Kyoto recover by {year}.",
+    "p11": "Steel output in Brazil triples before {year}.", "past": "Vaccine uptake among adults tops 95% in {year}.",
+    "future": "Every city bus in Oslo is electric by {year}.",
+}
+
+
 def prediction(claim_id: str, confidence: str, year: int = 2025) -> dict:
     return claim_item(claim_id, ["outcomes"], kind="prediction", confidence=confidence,
-                      text=f"Prediction {claim_id} comes true by {year}.")
+                      text=SAID[claim_id].format(year=year))
 
 
 async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refused_naming_the_field(stack):
