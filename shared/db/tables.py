@@ -429,26 +429,11 @@ delta_operations = Table(  # writer: thesis-delta
 )
 Index("ix_delta_operations_company_status", delta_operations.c.company_id, delta_operations.c.status)
 
-# --- events ----------------------------------------------------------------------------------------
-
-outbox = Table(  # writers: every service, in the transaction of the change; relay: marks published
-    "outbox",
-    metadata,
-    Column("id", BigInteger, Identity(), primary_key=True),
-    Column("event_id", UUID(as_uuid=False), nullable=False, unique=True),
-    Column("aggregate", Text, nullable=False),
-    Column("subject", Text, nullable=False),
-    Column("event_type", Text, nullable=False),
-    Column("envelope", JSONB, nullable=False),
-    Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    _now(),
-    Column("published_at", DateTime(timezone=True)),
-    Column("stream_seq", BigInteger),
-)
-Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
+# --- events: the outbox, in outbox_table.py (with the relay's partition slot), re-exported here ---
 
 # --- webhooks (writer: webhooks): in webhook_tables.py, imported here so that `metadata` holds them ---
 # --- read models (writer: projection): the case views and the projection's inbox, in view_tables.py ---
 # (both define their tables on shared/db/base.py's metadata, so neither imports this module)
 
 from shared.db import history_tables, view_tables, webhook_tables  # noqa: E402, F401
+from shared.db.outbox_table import outbox  # noqa: E402, F401
