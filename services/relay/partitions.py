@@ -9,11 +9,13 @@ session idle past the timeout). Relays share the partitions evenly: every relay 
 (ceil(partitions / relays)), hands back any above it between two publishing passes, and takes free partitions up to
 it — a standby takes a dead leader's partitions at its next look, within a second.
 
-Two safety catches. Relays that disagree on the number of partitions would split one case between two leaders,
-so a relay that sees another relay with a different count leads nothing and says so until they agree. And a relay
-from before partitions (one leader for everything, an exclusive lock on `LEGACY_LEADER_LOCK`) excludes the
-partitioned ones and vice versa: each partitioned relay holds that lock shared, so a rolling upgrade never has an
-old and a new leader publishing at once.
+Two safety catches. Relays that disagree on the number of partitions would split one case between two leaders, so
+a partition's lock names the count too, `(PARTITION_LOCK, partitions * 4096 + p)`, and a relay takes no partition
+while a relay with another count leads any (it checks again after taking, before it publishes): the relays already
+leading keep going and a newcomer with another count waits, logging `relay_partition_count_mismatch`, until they
+are gone — so a rolling restart changes the count safely. And a relay from before partitions (one leader for
+everything, an exclusive lock on `LEGACY_LEADER_LOCK`) excludes the partitioned ones and vice versa: each
+partitioned relay holds that lock shared, so a rolling upgrade never has an old and a new leader publishing at once.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from shared.logging import get_logger
 
 log = get_logger(__name__)
 
-PARTITION_LOCK = 0x74726C70  # "trlp": (PARTITION_LOCK, p) is held by partition p's leader
+PARTITION_LOCK = 0x74726C70  # "trlp": (PARTITION_LOCK, partitions * 4096 + p) is held by partition p's leader
 MEMBER_LOCK = 0x74726C6D  # "trlm": (MEMBER_LOCK, partitions) is held shared by every partitioned relay
 LEGACY_LEADER_LOCK = 0x7468726C6E  # the single relay leader's lock before partitions; held shared here
 REBALANCE_EVERY_SECONDS = 1.0
@@ -43,13 +45,14 @@ PARTITIONS_LED = Gauge("threadline_relay_partitions_led", "How many outbox parti
 PARTITIONS = Gauge("threadline_relay_partitions", "The outbox partitions (THREADLINE_RELAY_PARTITIONS)")
 RELAYS_SEEN = Gauge("threadline_relay_members", "Relay processes sharing the partitions, as this relay last counted")
 
-_MEMBERS_SQL = (
-    "SELECT objid::bigint AS partitions, count(DISTINCT pid) AS relays FROM pg_locks "
-    "WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $1::bigint::oid "
-    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY objid"
-)
+_THIS_DATABASE = ("locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $1::bigint::oid "
+                  "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+_RELAYS_SQL = f"SELECT count(DISTINCT pid) FROM pg_locks WHERE {_THIS_DATABASE} AND objid::bigint = $2"
+_OTHER_COUNTS_SQL = (f"SELECT DISTINCT objid::bigint / {SLOTS} AS partitions FROM pg_locks "
+                     f"WHERE {_THIS_DATABASE} AND objid::bigint / {SLOTS} <> $2 ORDER BY 1")
 # Stops at the first `wanted` locks taken: a plain scan with a LIMIT pulls rows one at a time.
-_TAKE_SQL = "SELECT p FROM unnest($2::int[]) AS p WHERE pg_try_advisory_lock($1::int, p) LIMIT $3"
+_TAKE_SQL = (f"SELECT p FROM unnest($2::int[]) AS p WHERE pg_try_advisory_lock($1::int, $3::int * {SLOTS} + p) "
+             "LIMIT $4")
 
 
 def slot_of(aggregate: str) -> int:
@@ -85,37 +88,40 @@ class Partitions:
         if not force and time.monotonic() - self.checked_at < REBALANCE_EVERY_SECONDS:
             return
         self.checked_at = time.monotonic()
-        members = {row["partitions"]: row["relays"] for row in await db.fetch(_MEMBERS_SQL, MEMBER_LOCK)}
-        self.relays = max(1, members.get(self.count, 0))
+        self.relays = max(1, await db.fetchval(_RELAYS_SQL, MEMBER_LOCK, self.count))
         RELAYS_SEEN.set(self.relays)
-        others = sorted(n for n in members if n != self.count)
-        if others:
-            if others != self.mismatch:
-                log.error("relay_partition_count_mismatch", partitions=self.count, others=others,
-                          hint="every relay must run with the same THREADLINE_RELAY_PARTITIONS; leading nothing "
-                               "until they agree")
-            self.mismatch = others
-            await self._release(db, set(self.led))
-            return
-        self.mismatch = []
         share = math.ceil(self.count / self.relays)
         if len(self.led) > share:
             await self._release(db, set(sorted(self.led)[share:]))
-        elif len(self.led) < share:
+        elif len(self.led) < share and not await self._other_counts(db):
             start = os.getpid() % self.count  # relays starting together try different partitions first
             order = [(start + i) % self.count for i in range(self.count)]
             free = [p for p in order if p not in self.led]
-            taken = [row["p"] for row in await db.fetch(_TAKE_SQL, PARTITION_LOCK, free, share - len(self.led))]
-            if taken:
-                self.led.update(taken)
+            rows = await db.fetch(_TAKE_SQL, PARTITION_LOCK, free, self.count, share - len(self.led))
+            taken = {row["p"] for row in rows}
+            if taken and await self._other_counts(db):  # one with another count took some at the same moment
+                self.led |= taken
+                await self._release(db, taken)
+            elif taken:
+                self.led |= taken
                 log.info("relay_leading", partitions=sorted(taken), led=sorted(self.led), relays=self.relays)
                 self._publish_metrics()
+
+    async def _other_counts(self, db: asyncpg.Connection) -> bool:
+        others = [row["partitions"] for row in await db.fetch(_OTHER_COUNTS_SQL, PARTITION_LOCK, self.count)]
+        if others and others != self.mismatch:
+            log.error("relay_partition_count_mismatch", partitions=self.count, others=others,
+                      hint="relays with another THREADLINE_RELAY_PARTITIONS lead; this one takes no partition until "
+                           "they are gone (every relay of a deployment must run with the same count)")
+        self.mismatch = others
+        return bool(others)
 
     async def _release(self, db: asyncpg.Connection, partitions: set[int]) -> None:
         if not partitions:
             return
         for partition in sorted(partitions):
-            await db.execute("SELECT pg_advisory_unlock($1::int, $2::int)", PARTITION_LOCK, partition)
+            await db.execute("SELECT pg_advisory_unlock($1::int, $2::int)", PARTITION_LOCK,
+                             self.count * SLOTS + partition)
         self.led -= partitions
         log.info("relay_partitions_handed_back", partitions=sorted(partitions), led=sorted(self.led),
                  relays=self.relays)
