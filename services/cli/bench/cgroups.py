@@ -111,6 +111,13 @@ class CpuGroups:
         stat = dict(line.split() for line in (self.cpu / name / "cpu.stat").read_text().splitlines() if line.strip())
         return int(stat.get("nr_periods", 0)), int(stat.get("nr_throttled", 0))
 
+    def leave(self) -> None:
+        """Move the calling process to the root groups (a child the bench starts, before it runs anything: it must
+        not inherit the load generator's quota)."""
+        for base in (b for b in (self.cpu, self.acct) if b is not None):
+            with contextlib.suppress(OSError):
+                (base.parent / "cgroup.procs").write_text("0")
+
     def remove(self, name: str) -> None:
         """Remove one (empty) group: its process is gone."""
         for base in (b for b in (self.cpu, self.acct) if b is not None):

@@ -17,6 +17,7 @@ Arguments = Callable[[int, int, dict[str, Any]], dict[str, Any]]
 
 SETTLE_CPU_PERCENT = 25.0
 SETTLE_MAX_SECONDS = 15.0
+READ_ATTEMPTS = 5
 
 
 class Load:
@@ -64,7 +65,11 @@ class Load:
 
     async def _agent(self, n: int, token: str) -> None:
         async with mcp_agent(self.url, token) as client:
-            workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
+            for attempt in range(READ_ATTEMPTS):  # a read changes nothing: retried as its `unavailable` hint says
+                workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
+                if error != "unavailable":
+                    break
+                await asyncio.sleep(0.5 * (attempt + 1))
             if error is not None:
                 raise RuntimeError(f"get_workspace was refused ({error}): {workspace}")
             self.ready += 1

@@ -106,12 +106,14 @@ class ScaleoutBench:
             reviewers = [(case.case_id, await bench.token("reviewer", f"{case.case_id}-reviewer")) for case in cases]
         return tokens, reviewers
 
-    async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str) -> Run:
+    async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
+                    seconds: float | None = None) -> Run:
         def arguments(n: int, k: int, workspace: dict[str, Any]) -> dict[str, Any]:
             case_id = workspace["caseId"]
             return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
 
-        load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, self.plan.seconds, "stage_claims", arguments)
+        load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, seconds or self.plan.seconds, "stage_claims",
+                    arguments)
         done = asyncio.Event()
         deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
         try:
@@ -140,7 +142,7 @@ class ScaleoutBench:
         """Pause the service, build a backlog with the same load, resume it and time how fast the backlog goes."""
         system.pause(point.service)
         try:
-            await self._load(bench, tokens, reviewers, "backlog")
+            await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
         finally:
             system.resume(point.service)
         key = "unpublished" if point.service == "relay" else None
@@ -183,9 +185,12 @@ def drain_rate(samples: list[tuple[Any, int]], backlog: int) -> float | None:
         return None
     first = next(((t, p) for t, p in samples if p <= backlog * 0.9), None)
     last = next(((t, p) for t, p in samples if p <= backlog * 0.4), None)
-    if first is None or last is None or last[0] <= first[0]:
-        return None
-    return rounded((first[1] - last[1]) / (last[0] - first[0]).total_seconds(), 1)
+    if first is not None and last is not None and last[0] > first[0]:
+        return rounded((first[1] - last[1]) / (last[0] - first[0]).total_seconds(), 1)
+    # A backlog gone between two samples: what went over the whole time it took (a lower bound).
+    gone = next(((t, p) for t, p in samples if p <= 0), samples[-1])
+    seconds = (gone[0] - samples[0][0]).total_seconds()
+    return rounded((backlog - gone[1]) / seconds, 1) if seconds > 0 else None
 
 
 async def review(bench: System, case_id: str, token: str, done: asyncio.Event) -> None:
@@ -233,7 +238,7 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _status(point: dict[str, Any]) -> str:
     capacity = point.get("capacity")
-    extra = f", capacity {capacity['eventsPerSecond']} events/s" if capacity else ""
+    extra = f", capacity {capacity['eventsPerSecond']} events/s of a {capacity['backlog']} backlog" if capacity else ""
     return (f"{point['callsPerSecond']} calls/s, {point['eventsPerSecond']} events/s{extra}; "
             f"bottleneck {point['bottleneck']} at {point['cpuShare'][point['bottleneck']]:.0%}")
 

@@ -24,7 +24,7 @@ SERVICES = [*BACKEND_SERVICES, Service.GATEWAY]
 POSTGRES_SHARE, NATS_SHARE, LOAD_SHARE = 8, 4, 8
 FIT = 0.95  # the quotas together stay under this share of the machine's cores
 QUOTA_STEP = 0.005
-MIN_QUOTA = 0.02  # below this a Python service spends its quota idling (timers, heartbeats, health checks)
+MIN_QUOTA = 0.03  # below this a Python service spends its quota idling (timers, heartbeats, health checks)
 MEMORY_PER_PROCESS = 160 * 2**20  # a service replica's resident memory, with room
 
 

@@ -26,7 +26,8 @@ STARTUP_SECONDS = 120.0
 STOP_SECONDS = 30.0
 # Settings that would point `up` at someone else's servers, or this bench's own system elsewhere.
 NOT_INHERITED = ("THREADLINE_DATABASE_URL", "THREADLINE_NATS_URL", "THREADLINE_URL", "THREADLINE_RELAY_DATABASE_URL",
-                 "THREADLINE_REPLICAS", "THREADLINE_HTTP_PORT", "THREADLINE_DATA_DIR", "THREADLINE_RELAY_PARTITIONS")
+                 "THREADLINE_REPLICAS", "THREADLINE_HTTP_PORT", "THREADLINE_DATA_DIR", "THREADLINE_RELAY_PARTITIONS",
+                 "THREADLINE_DB_POOL_SIZE")
 
 
 class ConfinedSystem:
@@ -48,19 +49,33 @@ class ConfinedSystem:
         return Settings(data_dir=self.data_dir, url=runtime.get("httpUrl"), database_url=runtime.get("databaseUrl"),
                         nats_url=runtime.get("natsUrl"))
 
-    async def start(self) -> ConfinedSystem:
+    async def start(self, attempts: int = 3) -> ConfinedSystem:
+        """Up and confined; a start that times out on a busy machine is tried again on the same data dir."""
+        for attempt in range(1, attempts + 1):
+            try:
+                await self._start_once()
+                break
+            except Unavailable:
+                await self.stop()
+                if attempt == attempts:
+                    raise
+        self._confine()
+        return self
+
+    async def _start_once(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
         env.update({"THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_LOG_LEVEL": "WARNING",
+                    # Two pooled connections (four at a burst) per process keep two dozen processes under the
+                    # embedded PostgreSQL's 100 connections; one replica under its quota never needs more.
+                    "THREADLINE_DB_POOL_SIZE": "2",
                     "THREADLINE_RELAY_PARTITIONS": str(self.point.partitions)})
         log = open(self.data_dir / "up.log", "ab")  # noqa: SIM115 - the child owns it
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "services.cli.main", "up", "--no-demo", "--data-dir", str(self.data_dir),
             "--replicas", self.point.replicas_argument() or "staging=1", env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=log, stderr=log, start_new_session=True)  # Ctrl-C reaches the bench, which stops `up` itself
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=self.groups.leave)  # Ctrl-C reaches the bench, which stops `up` itself
         log.close()
         await self._ready()
-        self._confine()
-        return self
 
     async def _ready(self) -> None:
         deadline = time.monotonic() + STARTUP_SECONDS
