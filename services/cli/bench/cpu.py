@@ -9,9 +9,11 @@ keep their connections, so PostgreSQL's backends live through a run).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -22,9 +24,14 @@ def _cpu_seconds(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def embedded_servers(up_pid: int | None) -> dict[str, list[psutil.Process]]:
-    """The NATS and PostgreSQL servers `up` (pid) runs embedded, each with the processes under it."""
+def embedded_servers(up_pid: int | None, data_dir: Path | None = None) -> dict[str, list[psutil.Process]]:
+    """The NATS and PostgreSQL servers `up` (pid) runs embedded: NATS is its child; PostgreSQL's postmaster, started
+    by pg_ctl, is found by the pid file in the data dir (its backends are its children)."""
     found: dict[str, list[psutil.Process]] = {}
+    pid_file = data_dir / "postgres" / "postmaster.pid" if data_dir is not None else None
+    if pid_file is not None and pid_file.exists():
+        with contextlib.suppress(ValueError, IndexError, psutil.NoSuchProcess, OSError):
+            found["postgres"] = [psutil.Process(int(pid_file.read_text().split()[0]))]
     if up_pid is None:
         return found
     try:
@@ -40,15 +47,16 @@ def embedded_servers(up_pid: int | None) -> dict[str, list[psutil.Process]]:
             continue
         if name == "nats-server":
             found.setdefault("nats-server", []).append(process)
-        elif name in ("postgres", "postmaster") and parent_name not in ("postgres", "postmaster"):
+        elif (name in ("postgres", "postmaster") and parent_name not in ("postgres", "postmaster")
+              and "postgres" not in found):
             found.setdefault("postgres", []).append(process)
     return found
 
 
-def system_pids(runtime: dict[str, Any]) -> dict[str, list[int]]:
+def system_pids(runtime: dict[str, Any], data_dir: Path | None = None) -> dict[str, list[int]]:
     """Every process of a running system by name, from its runtime.json (services) and `up`'s children."""
     pids = {name: [entry["pid"]] for name, entry in (runtime.get("services") or {}).items() if entry.get("pid")}
-    for name, processes in embedded_servers(runtime.get("pid")).items():
+    for name, processes in embedded_servers(runtime.get("pid"), data_dir).items():
         pids[name] = [p.pid for p in processes]
     return pids
 

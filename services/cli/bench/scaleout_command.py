@@ -45,7 +45,9 @@ def scaleout(
     except (PlanError, CgroupError) as error:
         typer.secho(f"error: {error}", fg="red", err=True)
         raise typer.Exit(2) from None
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a TERM cleans up as Ctrl-C does
+    # Ctrl-C (even where the shell started the bench with SIGINT ignored) and a TERM both stop and clean up.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     console = Console(stderr=True)
     try:
         report = run(run_scaleout(plan, console))

@@ -101,7 +101,7 @@ class ConfinedSystem:
         self.members = {"up": [self.process.pid]}
         for name, entry in self.runtime["services"].items():
             self.members[name] = [entry["pid"]]
-        for name, processes in embedded_servers(self.process.pid).items():
+        for name, processes in embedded_servers(self.process.pid, self.data_dir).items():
             self.members[name] = [p.pid for p in processes]
         for name, pids in self.members.items():
             self.groups.make(name, quotas.get(name, quotas["service"]))

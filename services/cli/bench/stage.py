@@ -119,7 +119,7 @@ class StageBench:
 
     def processes(self, target: str) -> dict[str, list[int]]:
         """The processes whose CPU a run of `target` is charged: the whole system, or the anchor and PostgreSQL."""
-        system = system_pids(self.system.settings.runtime())
+        system = system_pids(self.system.settings.runtime(), self.system.settings.data_dir)
         if target == "threadline":
             return system
         database = {"postgres": system["postgres"]} if target == "direct" and "postgres" in system else {}
