@@ -31,7 +31,7 @@ KUBERNETES = "1.30.0"
 CRDS = {("postgresql.cnpg.io/v1", "Cluster"), ("postgresql.cnpg.io/v1", "Pooler")}
 # Every `threadline serve` target; webhooks is its own service too (issue 17), whether or not it has landed.
 SERVED = {s.value for s in Service} | {"webhooks"}
-AUTOSCALED = {"gateway", "staging", "relay"}
+AUTOSCALED = {"gateway", "staging", "relay", "projection"}
 
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -110,7 +110,7 @@ def test_every_process_is_a_deployment_with_both_probes_on_its_own_port_and_size
     assert set(served) == SERVED
 
 
-def test_every_deployment_has_a_disruption_budget_and_gateway_staging_and_relay_autoscale():
+def test_every_deployment_has_a_disruption_budget_and_the_services_that_scale_autoscale():
     resources = base_resources()
     deployments = of_kind(resources, "Deployment")
     budgets = of_kind(resources, "PodDisruptionBudget")
