@@ -21,7 +21,7 @@ SWEEPABLE = ("staging", "gateway", "relay", "projection")
 HELD = (Service.GATEWAY, Service.STAGING, Service.RELAY, Service.PROJECTION, Service.REVIEW)
 SERVICES = [*BACKEND_SERVICES, Service.GATEWAY]
 # The shared servers' and the load generator's quotas, in multiples of a service's.
-POSTGRES_SHARE, NATS_SHARE, LOAD_SHARE = 8, 4, 8
+POSTGRES_SHARE, NATS_SHARE, LOAD_SHARE = 8, 4, 12
 FIT = 0.95  # the quotas together stay under this share of the machine's cores
 QUOTA_STEP = 0.005
 MIN_QUOTA = 0.03  # below this a Python service spends its quota idling (timers, heartbeats, health checks)
