@@ -9,9 +9,10 @@ generator) into a CPU group with a quota (cgroups.py). Then:
   projection works on). Calls/s, p99, events/s published (outbox rows marked in the window), events/s projected
   (the projection's inbox), and each group's CPU as a share of its quota.
 * **capacity** (relay and projection sweeps): the relay and the projection work behind the calls, so calls/s never
-  waits for them. Their processes are paused (SIGSTOP) while the same load runs again and a backlog builds; then
-  they resume and the bench times how fast the backlog goes (from 10% to 60% of it gone, while every replica
-  still has work): the events/s those replicas publish or project at most.
+  waits for them. The relays are paused (SIGSTOP) while the same load runs again and a backlog builds in the
+  outbox; then they resume and the bench times how fast the backlog goes — unpublished events for the relay,
+  decisions' events not yet applied for the projection (which keeps serving reads meanwhile) — from 10% to 60%
+  of it gone, while every replica still has work: the events/s those replicas publish or project at most.
 
 A point's throughput is calls/s for staging and gateway, the capacity for relay and projection; each doubling's
 efficiency is throughput at 2n / (2 × throughput at n). The bottleneck is the group nearest its quota.
@@ -42,7 +43,7 @@ DRAIN_SECONDS = 180.0
 LEDGER_CHANGED = "threadline.ledger.changed"
 COUNTS_SQL = ("SELECT now() AS at, (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL) AS published, "
               "(SELECT count(*) FROM outbox WHERE published_at IS NULL) AS unpublished, "
-              "(SELECT count(*) FROM outbox WHERE event_type = $1 AND published_at IS NOT NULL) AS changes, "
+              "(SELECT count(*) FROM outbox WHERE event_type = $1) AS changes, "
               "(SELECT count(*) FROM projection_inbox WHERE event_type = $1) AS projected")
 
 
@@ -140,11 +141,13 @@ class ScaleoutBench:
     async def _capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
                         reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
         """Pause the service, build a backlog with the same load, resume it and time how fast the backlog goes."""
-        system.pause(point.service)
+        # The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused
+        # instead: the decisions' events wait in the outbox and reach the projection all at once when it resumes.
+        system.pause("relay")
         try:
             await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
         finally:
-            system.resume(point.service)
+            system.resume("relay")
         key = "unpublished" if point.service == "relay" else None
 
         def pending(c: dict[str, Any]) -> int:
