@@ -74,3 +74,14 @@ def test_each_doubling_has_its_speedup_efficiency_and_calls_change_and_the_table
     assert "0.32" in text and "1.90×" in text and "0.86" in text and "staging 97%" in text
     assert any("relay (events/s (capacity)): 1→2 1.90×" in line and "calls/s -1%" in line
                for line in summary_lines(report))
+
+
+def test_the_bench_cases_fall_evenly_on_the_relay_partitions():
+    from collections import Counter
+
+    from services.cli.bench.scaleout import spread
+    from services.relay.partitions import partition_of
+
+    cases = spread("r1", 16, 4)
+    assert len(set(cases)) == 16
+    assert Counter(partition_of(f"case:{c}", 4) for c in cases) == {0: 4, 1: 4, 2: 4, 3: 4}

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.bench.calls import stage_claims_args
+from services.relay.partitions import partition_of
 from services.cli.bench.cgroups import CpuGroups
 from services.cli.bench.load import Load
 from services.cli.bench.scaleout_plan import Plan, Point
@@ -99,7 +100,8 @@ class ScaleoutBench:
         return result
 
     async def _setup(self, bench: System, point: Point) -> tuple[list[str], list[tuple[str, str]]]:
-        cases = [await bench.new_case("scaleout") for _ in range(self.plan.cases)]
+        cases = [await bench.new_case("scaleout", case_id) for case_id in spread(bench.run_id, self.plan.cases,
+                                                                                   point.partitions)]
         tokens = [await bench.token("agent", f"{cases[n % len(cases)].case_id}-a{n}", case_id=cases[n % len(cases)].case_id)
                   for n in range(self.plan.agents)]
         reviewers = []
@@ -180,6 +182,22 @@ async def counts(bench: System) -> dict[str, Any]:
         raw = await connection.get_raw_connection()
         row = await raw.driver_connection.fetchrow(COUNTS_SQL, LEDGER_CHANGED)  # type: ignore[union-attr]
     return dict(row)
+
+
+def spread(run_id: str, cases: int, partitions: int) -> list[str]:
+    """Case ids that fall evenly on the outbox's partitions (as a deployment's many cases do; a few cases hashed at
+    random would leave one relay most of the work)."""
+    chosen: list[str] = []
+    per = {p: 0 for p in range(partitions)}
+    n = 0
+    while len(chosen) < cases:
+        n += 1
+        case_id = f"bench-scaleout-{run_id}-{n}"
+        partition = partition_of(f"case:{case_id}", partitions)
+        if per[partition] < -(-cases // partitions):
+            per[partition] += 1
+            chosen.append(case_id)
+    return chosen
 
 
 def drain_rate(samples: list[tuple[Any, int]], backlog: int) -> float | None:
