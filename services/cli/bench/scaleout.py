@@ -31,13 +31,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from services.cli.bench.calls import stage_claims_args
-from services.relay.partitions import partition_of
 from services.cli.bench.cgroups import CpuGroups
 from services.cli.bench.load import Load
 from services.cli.bench.scaleout_plan import Plan, Point
 from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
+from services.relay.partitions import partition_of
 
 DECIDING = ("relay", "projection")
 DRAIN_SECONDS = 180.0
