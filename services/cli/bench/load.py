@@ -17,7 +17,7 @@ Arguments = Callable[[int, int, dict[str, Any]], dict[str, Any]]
 
 SETTLE_CPU_PERCENT = 25.0
 SETTLE_MAX_SECONDS = 15.0
-READ_ATTEMPTS = 5
+READ_ATTEMPTS = 10
 
 
 class Load:
