@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     events_max_age_days: int = 0
     relay_poll_interval: float = 1.0
     relay_batch_size: int = 500
+    # Each case's or company's events go through one of these partitions; one relay leads each (every relay of
+    # a deployment must agree on the number).
+    relay_partitions: int = Field(default=16, ge=1, le=4096)
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
     # Tests only: `exit_after_commit:stage_claims,…` makes a service process exit right after committing

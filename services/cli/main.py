@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from services.cli import backup
+from services.cli.bench.scaleout_command import register as register_scaleout
 from services.cli.export import export as export_command
 from services.cli.review import app as review_app
 from services.cli.running import run as _run
@@ -366,6 +367,9 @@ def bench_agents(
     options = AgentsOptions(agents=agents, think=think, seconds=seconds, reviewers=reviewers, repeat=repeat)
     report = _run(run_agents(_settings(data_dir), options, Console(stderr=True)))
     _report(report, as_json, [agents_table(report)])
+
+
+register_scaleout(bench_app)
 
 
 @docs_app.command("asyncapi")

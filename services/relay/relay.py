@@ -1,7 +1,8 @@
 """The outbox relay: publishes committed events to JetStream, in order per case and company.
 
-One relay leads at a time (a PostgreSQL advisory lock, released when its session ends), so any
-number of relay processes can run. The leader is woken by the signal a service sends on NATS after
+The outbox is split into partitions by aggregate (services/relay/partitions.py): each partition has one leader at
+a time (a PostgreSQL advisory lock per partition), any number of relay processes share the partitions, and a
+standby takes a dead leader's partitions within a second. The leader is woken by the signal a service sends on NATS after
 committing events (`<prefix>.outbox.committed`) and also polls. (Not by LISTEN/NOTIFY: PostgreSQL
 serialises every committing transaction that sent a NOTIFY on one global lock, WAL flush included, which
 capped the agents' stage calls at a fraction of what the database could take.) Each
@@ -24,6 +25,7 @@ import nats
 from nats.js import JetStreamContext
 from prometheus_client import Gauge
 
+from services.relay.partitions import Partitions
 from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
 from shared.nats_auth import nats_options
@@ -33,11 +35,9 @@ from shared.subjects import Service, Subjects
 
 log = get_logger(__name__)
 
-LEADER_LOCK = 0x7468726C6E  # "thrln": one relay leader per database
 MAX_PARALLEL_AGGREGATES = 64
 OBSERVE_EVERY_SECONDS = 1.0
 
-RELAY_LEADER = Gauge("threadline_relay_leader", "1 while this relay process holds the leader lock, else 0")
 OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
                        "Events committed to the outbox and not yet acknowledged by JetStream")
 OUTBOX_OLDEST_PENDING = Gauge("threadline_outbox_oldest_pending_seconds",
@@ -64,13 +64,12 @@ class OutboxRelay:
     async def _lead(self, stop: asyncio.Event) -> None:
         db = await _connect(self.settings)
         nc = None
+        partitions = Partitions(self.settings.relay_partitions)
         try:
-            while not await db.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK):
+            while not await partitions.join(db):
                 await self.observe_outbox(db)  # a standby reports the backlog too: most telling when no one leads
                 if await _sleep_unless(stop, self.settings.relay_poll_interval):
                     return
-            RELAY_LEADER.set(1)
-            log.info("relay_leading")
             nc = await nats.connect(**nats_options(self.settings, Service.RELAY.value, name="threadline-relay").client(),
                                     max_reconnect_attempts=-1, reconnect_time_wait=1)
             js = nc.jetstream(timeout=5.0)
@@ -82,7 +81,8 @@ class OutboxRelay:
             await nc.subscribe(Subjects(self.settings.nats_prefix).outbox_committed, cb=woken)
             while not stop.is_set():
                 wake.clear()
-                sent = await self.publish_pending(db, js)
+                await partitions.rebalance(db)  # between passes only: a partition is handed back with no publish open
+                sent = await self.publish_pending(db, js, sorted(partitions.led)) if partitions.led else 0
                 await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
                     continue
@@ -93,22 +93,22 @@ class OutboxRelay:
                 waiter.cancel()
                 stopper.cancel()
         finally:
-            RELAY_LEADER.set(0)
+            partitions.forget()
             try:
                 if nc is not None:
                     await nc.drain()
-            except Exception as exc:  # noqa: BLE001 - draining is best effort; the lock must still go
+            except Exception as exc:  # noqa: BLE001 - draining is best effort; the locks must still go
                 log.warning("relay_drain_failed", error=repr(exc))
                 await nc.close()
             finally:
                 await db.close()
 
-    async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext) -> int:
-        """Publish one batch of unsent events; return how many were acknowledged."""
+    async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int]) -> int:
+        """Publish one batch of the unsent events of the partitions this relay leads; return how many were acked."""
         rows = await db.fetch(
             "SELECT id, aggregate, subject, envelope, headers FROM outbox "
-            "WHERE published_at IS NULL ORDER BY id LIMIT $1",
-            self.settings.relay_batch_size,
+            "WHERE published_at IS NULL AND slot % $2 = ANY($3::int[]) ORDER BY id LIMIT $1",
+            self.settings.relay_batch_size, self.settings.relay_partitions, partitions,
         )
         if not rows:
             return 0

@@ -427,24 +427,9 @@ delta_operations = Table(  # writer: thesis-delta
 )
 Index("ix_delta_operations_company_status", delta_operations.c.company_id, delta_operations.c.status)
 
-# --- events ----------------------------------------------------------------------------------------
-
-outbox = Table(  # writers: every service, in the transaction of the change; relay: marks published
-    "outbox",
-    metadata,
-    Column("id", BigInteger, Identity(), primary_key=True),
-    Column("event_id", UUID(as_uuid=False), nullable=False, unique=True),
-    Column("aggregate", Text, nullable=False),
-    Column("subject", Text, nullable=False),
-    Column("event_type", Text, nullable=False),
-    Column("envelope", JSONB, nullable=False),
-    Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    _now(),
-    Column("published_at", DateTime(timezone=True)),
-    Column("stream_seq", BigInteger),
-)
-Index("ix_outbox_pending", outbox.c.id, postgresql_where=text("published_at IS NULL"))
+# --- events: the outbox, in outbox_table.py (with the relay's partition slot), re-exported here ---
 
 # --- webhooks, read models, history: their own modules on base.py's metadata, imported so it holds them ---
 
 from shared.db import history_tables, review_tables, search_tables, view_tables, webhook_tables  # noqa: E402, F401
+from shared.db.outbox_table import outbox  # noqa: E402, F401

@@ -10,7 +10,7 @@ from collections import defaultdict
 import asyncpg
 import pytest
 
-from services.relay.relay import LEADER_LOCK
+from services.relay.partitions import PARTITION_LOCK
 from shared.db.session import asyncpg_dsn
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
@@ -77,13 +77,13 @@ async def test_services_through_a_transaction_pooler_with_the_relay_on_a_direct_
 
     connection = await asyncpg.connect(asyncpg_dsn(direct))
     try:
-        # The leader's session lock is held by the relay's own (direct) session ...
-        holder = await connection.fetchval(
-            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 "
+        # The partitions' leader locks are held by the relay's own (direct) session ...
+        holders = await connection.fetch(
+            "SELECT DISTINCT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::bigint::oid AND l.objsubid = 2 "
             "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            LEADER_LOCK >> 32, LEADER_LOCK & 0xFFFFFFFF)
-        assert holder == "threadline-relay"
+            PARTITION_LOCK)
+        assert [h["application_name"] for h in holders] == ["threadline-relay"]
         # ... while every other process shared the pooler's few server connections.
         others = await connection.fetchval(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

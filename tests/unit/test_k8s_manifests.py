@@ -31,7 +31,7 @@ KUBERNETES = "1.30.0"
 CRDS = {("postgresql.cnpg.io/v1", "Cluster"), ("postgresql.cnpg.io/v1", "Pooler")}
 # Every `threadline serve` target; webhooks is its own service too (issue 17), whether or not it has landed.
 SERVED = {s.value for s in Service} | {"webhooks"}
-AUTOSCALED = {"gateway", "staging"}
+AUTOSCALED = {"gateway", "staging", "relay", "projection"}
 
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -110,7 +110,7 @@ def test_every_process_is_a_deployment_with_both_probes_on_its_own_port_and_size
     assert set(served) == SERVED
 
 
-def test_every_deployment_has_a_disruption_budget_and_gateway_and_staging_autoscale():
+def test_every_deployment_has_a_disruption_budget_and_the_services_that_scale_autoscale():
     resources = base_resources()
     deployments = of_kind(resources, "Deployment")
     budgets = of_kind(resources, "PodDisruptionBudget")
@@ -159,6 +159,9 @@ def test_the_settings_of_the_config_map_replicate_the_stream_three_times_and_ref
     assert stream_config(settings, replicas=1).num_replicas == 3
     assert data["THREADLINE_WEBHOOK_ALLOW_PRIVATE"] == "false"
     assert settings.metrics_port == 9464 and settings.http_host == "0.0.0.0"
+    # Relays beyond the outbox's partitions would only stand by: the autoscaler stops at the partition count.
+    relay_autoscaler = of_kind(base_resources(), "HorizontalPodAutoscaler")["relay"]
+    assert 2 <= relay_autoscaler["spec"]["maxReplicas"] <= settings.relay_partitions
 
 
 def nats_config() -> str:

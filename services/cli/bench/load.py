@@ -17,6 +17,7 @@ Arguments = Callable[[int, int, dict[str, Any]], dict[str, Any]]
 
 SETTLE_CPU_PERCENT = 25.0
 SETTLE_MAX_SECONDS = 15.0
+READ_ATTEMPTS = 10
 
 
 class Load:
@@ -37,6 +38,7 @@ class Load:
         self.started_at: float | None = None
         self.go = asyncio.Event()
         self.ready = 0
+        self.on_start: Callable[[], Any] | None = None  # called as the clock starts (CPU counters, say)
 
     @property
     def elapsed(self) -> float:
@@ -51,6 +53,8 @@ class Load:
                     task.cancel()
                 raise failed[0].exception()  # type: ignore[misc]
             await asyncio.sleep(0.02)
+        if self.on_start is not None:
+            self.on_start()
         cpu_before = time.process_time()
         self.started_at = time.perf_counter()
         self.go.set()
@@ -61,7 +65,11 @@ class Load:
 
     async def _agent(self, n: int, token: str) -> None:
         async with mcp_agent(self.url, token) as client:
-            workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
+            for attempt in range(READ_ATTEMPTS):  # a read changes nothing: retried as its `unavailable` hint says
+                workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
+                if error != "unavailable":
+                    break
+                await asyncio.sleep(0.5 * (attempt + 1))
             if error is not None:
                 raise RuntimeError(f"get_workspace was refused ({error}): {workspace}")
             self.ready += 1

@@ -44,7 +44,7 @@ def stage_tables(report: dict[str, Any]) -> list[Table]:
     for pair, measured in report["ratios"].items():
         by_round = " ".join(times(r.get(pair)) for r in report["roundRatios"])
         ratios.add_row(pair, times(measured["callsPerSecond"]), times(measured["p99Ms"]), by_round)
-    tables = [rounds, medians, ratios]
+    tables = [rounds, medians, ratios, *cpu_table(report["medians"])]
     if report.get("sweep"):
         sweep = Table(title="by number of agents (medians)", title_justify="left")
         for column in ("agents", "target", "rounds", "calls/s", "p99 ms", "errors"):
@@ -55,6 +55,23 @@ def stage_tables(report: dict[str, Any]) -> list[Table]:
                               figure(measured["callsPerSecond"]), figure(measured["p99Ms"]), str(measured["errors"]))
         tables.append(sweep)
     return tables
+
+
+def cpu_table(medians: dict[str, dict[str, Any]]) -> list[Table]:
+    """CPU ms per call of every process, per target (medians over the rounds); none if nothing was measured."""
+    measured = {target: m["cpuMsPerCall"] for target, m in medians.items() if m.get("cpuMsPerCall")}
+    if not measured:
+        return []
+    table = Table(title="CPU ms per call, each process (medians over the rounds)", title_justify="left")
+    table.add_column("process")
+    for target in measured:
+        table.add_column(target, justify="right")
+    names = list(dict.fromkeys(name for cpu in measured.values() for name in cpu))
+    for name in names:
+        table.add_row(name, *(figure(cpu.get(name), digits=2) for cpu in measured.values()))
+    table.add_row("total", *(figure(sum(v for v in cpu.values() if v is not None), digits=2)
+                             for cpu in measured.values()))
+    return [table]
 
 
 def _errors(run: dict[str, Any]) -> str:

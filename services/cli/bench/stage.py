@@ -23,6 +23,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from services.cli.bench import plot
 from services.cli.bench.anchors import ANCHOR_CASE, AnchorProcess, checked, scratch_table_ddl
 from services.cli.bench.calls import stage_claims_args
+from services.cli.bench.cpu import CpuWindow, system_pids
 from services.cli.bench.load import Load, settle
 from services.cli.bench.stats import Run, medians, round_order, stage_report
 from services.cli.bench.system import System, machine, replicas
@@ -75,10 +76,11 @@ def progress_display(console: Console) -> Progress:
 
 
 class StageBench:
-    def __init__(self, system: System, anchor_urls: dict[str, str], options: StageOptions,
+    def __init__(self, system: System, anchors: dict[str, AnchorProcess], options: StageOptions,
                  progress: Progress) -> None:
         self.system = system
-        self.urls = {"threadline": system.mcp_url, **anchor_urls}
+        self.urls = {"threadline": system.mcp_url, **{t: p.mcp_url for t, p in anchors.items()}}
+        self.anchor_pids = {t: p.process.pid for t, p in anchors.items() if p.process is not None}
         self.options = options
         self.progress = progress
         self.runs = 0
@@ -103,14 +105,25 @@ class StageBench:
         await settle(self.options.settle)
         load = Load(Run(target, agents), self.urls[target], tokens, self.options.seconds, "stage_claims", arguments)
         watcher = asyncio.create_task(self._watch(load, task))
+        window = CpuWindow(self.processes(target))
+        load.on_start = window.start
         try:
             run = await load.measure()
         finally:
             watcher.cancel()
         summary = run.summary()
+        summary["cpuMsPerCall"] = window.stop().ms_per(summary["calls"])
         self.progress.update(task, completed=self.options.seconds, calls=summary["calls"],
                              rate=f"{summary['callsPerSecond']}", errors=summary["errors"])
         return summary
+
+    def processes(self, target: str) -> dict[str, list[int]]:
+        """The processes whose CPU a run of `target` is charged: the whole system, or the anchor and PostgreSQL."""
+        system = system_pids(self.system.settings.runtime(), self.system.settings.data_dir)
+        if target == "threadline":
+            return system
+        database = {"postgres": system["postgres"]} if target == "direct" and "postgres" in system else {}
+        return {target: [self.anchor_pids[target]], **database}
 
     async def _watch(self, load: Load, task: TaskID) -> None:
         while True:
@@ -134,7 +147,7 @@ async def run_stage(settings: Settings, options: StageOptions, console: Console)
     before = machine()
     async with System.connect(settings) as system, anchors(settings.resolved_database_url()) as started:
         with progress_display(console) as progress:
-            bench = StageBench(system, {t: p.mcp_url for t, p in started.items()}, options, progress)
+            bench = StageBench(system, started, options, progress)
             main_rounds = await bench.rounds(options.agents, options.rounds)
             report = {"agents": options.agents, "seconds": options.seconds, "claimsPerCall": options.claims_per_call,
                       "httpUrl": system.http_url, "replicas": replicas(settings.runtime()), "machineBefore": before,

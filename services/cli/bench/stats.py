@@ -90,9 +90,17 @@ def medians(runs: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "p50Ms": rounded(median(r["p50Ms"] for r in measured), 1),
             "p99Ms": rounded(median(r["p99Ms"] for r in measured), 1),
             "errors": sum(r["errors"] for r in measured),
+            **({"cpuMsPerCall": median_cpu(measured)} if any(r.get("cpuMsPerCall") for r in measured) else {}),
         }
         for target, measured in by_target.items()
     }
+
+
+def median_cpu(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Per process, the median of its CPU ms per call over the runs that measured it."""
+    names = dict.fromkeys(name for r in runs for name in (r.get("cpuMsPerCall") or {}))
+    return {name: rounded(median(r["cpuMsPerCall"].get(name) for r in runs if r.get("cpuMsPerCall")))
+            for name in names}
 
 
 def ratios(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:

@@ -110,10 +110,10 @@ class System:
         return httpx2.AsyncClient(base_url=f"{self.http_url}/api/v1", timeout=HTTP_TIMEOUT,
                                   headers={"Authorization": f"Bearer {token or self.admin_token}"})
 
-    async def new_case(self, label: str) -> BenchCase:
+    async def new_case(self, label: str, case_id: str | None = None) -> BenchCase:
         """A fresh case with canonical sources recorded through the API (so the claims have ground)."""
         self.cases_made += 1
-        case_id = f"bench-{label}-{self.run_id}-{self.cases_made}"
+        case_id = case_id or f"bench-{label}-{self.run_id}-{self.cases_made}"
         source_ids = [f"{case_id}-s{n}" for n in range(SOURCES_PER_CASE)]
         async with self.api() as api:
             _expect(await api.post("/cases", json={"caseId": case_id, "title": f"Bench ({label})",

@@ -1,0 +1,268 @@
+"""`threadline bench scaleout`: does each service scale on its own? Every process confined to a CPU quota.
+
+For each point of the plan (scaleout_plan.py) the bench starts the system as `up` does, on embedded servers in a
+scratch data dir, and moves every process — each service replica, `up`, NATS, PostgreSQL — and itself (the load
+generator) into a CPU group with a quota (cgroups.py). Then:
+
+* **calls**: `agents` agents stage claims over MCP (the `bench stage` load) for `seconds`, spread over `cases`
+  cases; for the relay and projection sweeps reviewers accept what is staged too (decisions: the events the
+  projection works on). Calls/s, p99, events/s published (outbox rows marked in the window), events/s projected
+  (the projection's inbox), and each group's CPU as a share of its quota.
+* **capacity** (relay and projection sweeps): the relay and the projection work behind the calls, so calls/s never
+  waits for them. The relays are paused (SIGSTOP) while the same load runs again and a backlog builds in the
+  outbox; then they resume and the bench times how fast the backlog goes — unpublished events for the relay,
+  decisions' events not yet applied for the projection (which keeps serving reads meanwhile) — from 10% to 60%
+  of it gone, while every replica still has work: the events/s those replicas publish or project at most.
+
+A point's throughput is calls/s for staging and gateway, the capacity for relay and projection; each doubling's
+efficiency is throughput at 2n / (2 × throughput at n). The bottleneck is the group nearest its quota.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from services.cli.bench.calls import stage_claims_args
+from services.cli.bench.cgroups import CpuGroups
+from services.cli.bench.load import Load
+from services.cli.bench.scaleout_plan import Plan, Point
+from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
+from services.cli.bench.stats import Run, rounded
+from services.cli.bench.system import Reviewer, System, machine
+from services.relay.partitions import partition_of
+
+DECIDING = ("relay", "projection")
+DRAIN_SECONDS = 180.0
+LEDGER_CHANGED = "threadline.ledger.changed"
+COUNTS_SQL = ("SELECT now() AS at, (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL) AS published, "
+              "(SELECT count(*) FROM outbox WHERE published_at IS NULL) AS unpublished, "
+              "(SELECT count(*) FROM outbox WHERE event_type = $1) AS changes, "
+              "(SELECT count(*) FROM projection_inbox WHERE event_type = $1) AS projected")
+
+
+class ScaleoutBench:
+    def __init__(self, plan: Plan, console: Console) -> None:
+        self.plan = plan
+        self.console = console
+        self.groups = CpuGroups(plan.cgroup_root)
+        self.progress = Progress(TextColumn("{task.description}", style="bold"), BarColumn(),
+                                 TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
+
+    async def run(self) -> dict[str, Any]:
+        before = machine()
+        scratch = Path(tempfile.mkdtemp(prefix="threadline-scaleout-"))
+        self.groups.open()
+        try:
+            self.groups.make("load", self.plan.quotas["load"])
+            self.groups.add("load", os.getpid())
+            with self.progress:
+                points = [await self.point(point, scratch / f"{point.service}-{point.count}")
+                          for point in self.plan.points]
+        finally:
+            kill_leftovers(self.groups)
+            self.groups.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+        return {"cores": self.plan.cores, "quotas": self.plan.quotas, "largestTotalQuota": self.plan.largest,
+                "agents": self.plan.agents, "seconds": self.plan.seconds, "cases": self.plan.cases,
+                "heldAt": self.plan.max_replicas, "machineBefore": before, "machineAfter": machine(),
+                "sweeps": sweeps(points)}
+
+    async def point(self, point: Point, data_dir: Path) -> dict[str, Any]:
+        data_dir.mkdir(parents=True)
+        label = f"{point.service} ×{point.count}"
+        task = self.progress.add_task(f"{label:<14}", total=None, status="starting the system")
+        system = ConfinedSystem(self.plan, point, data_dir, self.groups)
+        try:
+            await system.start()
+            async with System.connect(system.settings) as bench:
+                tokens, reviewers = await self._setup(bench, point)
+                self.progress.update(task, status=f"{self.plan.agents} agents staging for {self.plan.seconds:g} s")
+                measured = await self._calls(bench, system, tokens, reviewers)
+                if point.service in DECIDING:
+                    self.progress.update(task, status=f"{point.service} paused: building a backlog")
+                    measured["capacity"] = await self._capacity(bench, system, point, tokens, reviewers, task)
+        finally:
+            self.progress.update(task, status="stopping")
+            await system.stop()
+            for name in [n for n in self.groups.groups if n != "load"]:
+                self.groups.remove(name)
+        result = {"service": point.service, "replicas": point.count, "processes": point.replicas,
+                  "partitions": point.partitions, "totalQuota": self.plan.total(point), **measured}
+        self.progress.update(task, total=1, completed=1, status=_status(result))
+        return result
+
+    async def _setup(self, bench: System, point: Point) -> tuple[list[str], list[tuple[str, str]]]:
+        cases = [await bench.new_case("scaleout", case_id) for case_id in spread(bench.run_id, self.plan.cases,
+                                                                                   point.partitions)]
+        tokens = [await bench.token("agent", f"{cases[n % len(cases)].case_id}-a{n}", case_id=cases[n % len(cases)].case_id)
+                  for n in range(self.plan.agents)]
+        reviewers = []
+        if point.service in DECIDING:
+            reviewers = [(case.case_id, await bench.token("reviewer", f"{case.case_id}-reviewer")) for case in cases]
+        return tokens, reviewers
+
+    async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
+                    seconds: float | None = None) -> Run:
+        def arguments(n: int, k: int, workspace: dict[str, Any]) -> dict[str, Any]:
+            case_id = workspace["caseId"]
+            return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
+
+        load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, seconds or self.plan.seconds, "stage_claims",
+                    arguments)
+        done = asyncio.Event()
+        deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
+        try:
+            return await load.measure()
+        finally:
+            done.set()
+            await asyncio.gather(*deciding, return_exceptions=True)
+
+    async def _calls(self, bench: System, system: ConfinedSystem, tokens: list[str],
+                     reviewers: list[tuple[str, str]]) -> dict[str, Any]:
+        start = await counts(bench)
+        usage = self._usage()
+        run = await self._load(bench, tokens, reviewers, "calls")
+        shares = self._shares(usage)
+        end = await counts(bench)
+        seconds = (end["at"] - start["at"]).total_seconds()
+        summary = run.summary()
+        return {"callsPerSecond": summary["callsPerSecond"], "p99Ms": summary["p99Ms"], "calls": summary["calls"],
+                "errors": summary["errors"], "errorKinds": summary["errorKinds"],
+                "eventsPerSecond": rounded((end["published"] - start["published"]) / seconds, 1),
+                "projectedPerSecond": rounded((end["projected"] - start["projected"]) / seconds, 1),
+                "cpuShare": shares, "bottleneck": max(shares, key=lambda name: shares[name])}
+
+    async def _capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
+                        reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
+        """Pause the service, build a backlog with the same load, resume it and time how fast the backlog goes."""
+        # The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused
+        # instead: the decisions' events wait in the outbox and reach the projection all at once when it resumes.
+        system.pause("relay")
+        try:
+            await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
+        finally:
+            system.resume("relay")
+        key = "unpublished" if point.service == "relay" else None
+
+        def pending(c: dict[str, Any]) -> int:
+            return c[key] if key else c["changes"] - c["projected"]
+
+        samples = [await counts(bench)]
+        usage = self._usage()
+        backlog = pending(samples[0])
+        while pending(samples[-1]) > 0 and (samples[-1]["at"] - samples[0]["at"]).total_seconds() < DRAIN_SECONDS:
+            await asyncio.sleep(0.25)
+            samples.append(await counts(bench))
+            self.progress.update(task, status=f"{point.service} ×{point.count} working off the backlog: "
+                                              f"{pending(samples[-1])}/{backlog} left")
+        shares = self._shares(usage)
+        return {"backlog": backlog, "eventsPerSecond": drain_rate([(s["at"], pending(s)) for s in samples], backlog),
+                "cpuShare": shares}
+
+    def _usage(self) -> tuple[float, dict[str, float]]:
+        return asyncio.get_running_loop().time(), {name: self.groups.usage(name) for name in self.groups.groups}
+
+    def _shares(self, began: tuple[float, dict[str, float]]) -> dict[str, float]:
+        """Each group's CPU over the window as a share of its quota (1.0: it used all it may)."""
+        seconds = asyncio.get_running_loop().time() - began[0]
+        return {name: round((self.groups.usage(name) - began[1].get(name, 0.0)) / (cores * seconds), 2)
+                for name, cores in self.groups.groups.items() if seconds > 0}
+
+
+async def counts(bench: System) -> dict[str, Any]:
+    async with bench.db.engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        row = await raw.driver_connection.fetchrow(COUNTS_SQL, LEDGER_CHANGED)  # type: ignore[union-attr]
+    return dict(row)
+
+
+def spread(run_id: str, cases: int, partitions: int) -> list[str]:
+    """Case ids that fall evenly on the outbox's partitions (as a deployment's many cases do; a few cases hashed at
+    random would leave one relay most of the work)."""
+    chosen: list[str] = []
+    per = {p: 0 for p in range(partitions)}
+    n = 0
+    while len(chosen) < cases:
+        n += 1
+        case_id = f"bench-scaleout-{run_id}-{n}"
+        partition = partition_of(f"case:{case_id}", partitions)
+        if per[partition] < -(-cases // partitions):
+            per[partition] += 1
+            chosen.append(case_id)
+    return chosen
+
+
+def drain_rate(samples: list[tuple[Any, int]], backlog: int) -> float | None:
+    """Events/s between 10% and 60% of the backlog gone (every replica still busy), from (time, pending) samples."""
+    if backlog <= 0:
+        return None
+    first = next(((t, p) for t, p in samples if p <= backlog * 0.9), None)
+    last = next(((t, p) for t, p in samples if p <= backlog * 0.4), None)
+    if first is not None and last is not None and last[0] > first[0]:
+        return rounded((first[1] - last[1]) / (last[0] - first[0]).total_seconds(), 1)
+    # A backlog gone between two samples: what went over the whole time it took (a lower bound).
+    gone = next(((t, p) for t, p in samples if p <= 0), samples[-1])
+    seconds = (gone[0] - samples[0][0]).total_seconds()
+    return rounded((backlog - gone[1]) / seconds, 1) if seconds > 0 else None
+
+
+async def review(bench: System, case_id: str, token: str, done: asyncio.Event) -> None:
+    """A reviewer accepting everything pending in one case until `done`."""
+    async with bench.api(token) as api:
+        reviewer = Reviewer(api)
+        while not done.is_set():
+            pending = await reviewer.pending(case_id)
+            if not pending:
+                await asyncio.sleep(0.2)
+                continue
+            revision = await reviewer.revision(case_id)
+            for proposal in pending:
+                if done.is_set():
+                    return
+                decision, _ = await reviewer.accept(proposal["proposalId"],
+                                                    [item["itemId"] for item in proposal["items"]], revision)
+                revision = decision["revision"] if decision else await reviewer.revision(case_id)
+
+
+def throughput(point: dict[str, Any]) -> float | None:
+    """What a point is judged by: calls/s, or the capacity of the relay or projection it sweeps."""
+    if point["service"] in DECIDING:
+        return (point.get("capacity") or {}).get("eventsPerSecond")
+    return point["callsPerSecond"]
+
+
+def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Points grouped by service, each doubling's efficiency and the calls/s change it brought."""
+    out: list[dict[str, Any]] = []
+    for service in dict.fromkeys(p["service"] for p in points):
+        mine = [p for p in points if p["service"] == service]
+        doublings = []
+        for low, high in zip(mine, mine[1:], strict=False):
+            a, b = throughput(low), throughput(high)
+            doublings.append({"from": low["replicas"], "to": high["replicas"],
+                              "speedup": rounded(b / a) if a and b else None,
+                              "efficiency": rounded(b / (2 * a)) if a and b else None,
+                              "callsChange": rounded(high["callsPerSecond"] / low["callsPerSecond"] - 1)
+                              if low["callsPerSecond"] and high["callsPerSecond"] else None})
+        out.append({"service": service, "measure": "events/s (capacity)" if service in DECIDING else "calls/s",
+                    "points": mine, "doublings": doublings})
+    return out
+
+
+def _status(point: dict[str, Any]) -> str:
+    capacity = point.get("capacity")
+    extra = f", capacity {capacity['eventsPerSecond']} events/s of a {capacity['backlog']} backlog" if capacity else ""
+    return (f"{point['callsPerSecond']} calls/s, {point['eventsPerSecond']} events/s{extra}; "
+            f"bottleneck {point['bottleneck']} at {point['cpuShare'][point['bottleneck']]:.0%}")
+
+
+async def run_scaleout(plan: Plan, console: Console) -> dict[str, Any]:
+    return await ScaleoutBench(plan, console).run()

@@ -1,0 +1,154 @@
+"""Relay partitions: relays share the outbox's partitions, leaders are killed under load and the stream stays exact;
+relays that disagree on the count, or a relay from before partitions, never lead beside them; rows written before
+the upgrade have their partition."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+
+from services.relay.partitions import LEGACY_LEADER_LOCK, PARTITION_LOCK, SLOTS, partition_of, slot_of
+from shared.db.migrate import upgrade
+from shared.db.session import asyncpg_dsn, create_engine
+from tests.events import stream_events, wait_until_published
+from tests.integration.test_relay_chaos import (
+    CASES,
+    DECISIONS_PER_CASE,
+    Relays,
+    assert_exact_stream,
+    make_decisions,
+)
+from tests.integration.test_relay_chaos import relay_stack as relay_stack  # noqa: F401 - the fixture
+
+FULL = bool(os.environ.get("THREADLINE_FULL"))
+PARTITIONS = 4
+KILL_EVERY_SECONDS = 1.5 if FULL else 2.0
+
+_LEADERS = ("SELECT l.pid, l.objid::bigint / $2 AS partitions, l.objid::bigint % $2 AS partition FROM pg_locks l "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = $1::bigint::oid "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+
+
+async def leaders(connection: asyncpg.Connection) -> dict[int, set[int]]:
+    """Each relay session (by backend pid) → the partitions it leads."""
+    led: dict[int, set[int]] = {}
+    for row in await connection.fetch(_LEADERS, PARTITION_LOCK, SLOTS):
+        led.setdefault(row["pid"], set()).add(row["partition"])
+    return led
+
+
+async def until(check, timeout: float = 20.0):  # noqa: ANN001, ANN201
+    for _ in range(int(timeout / 0.1)):
+        if result := await check():
+            return result
+        await asyncio.sleep(0.1)
+    raise AssertionError("never happened")
+
+
+@pytest.mark.slow
+async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing(relay_stack, tmp_path):  # noqa: F811
+    relays = Relays(relay_stack, tmp_path)
+    env = {"THREADLINE_RELAY_PARTITIONS": str(PARTITIONS)}
+    running = [relays.start(**env), relays.start(**env)]
+    watcher = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
+    work = asyncio.create_task(make_decisions(relay_stack))
+    shared_seen = 0
+    try:
+        while not work.done():
+            # Both relays lead (two partitions each) before one of them dies.
+            split = await until(lambda: _split(watcher), timeout=30)
+            shared_seen += 1
+            assert sorted(len(p) for p in split.values()) == [PARTITIONS // 2, PARTITIONS // 2]
+            await asyncio.sleep(KILL_EVERY_SECONDS)
+            victim = running.pop(shared_seen % 2)
+            relays.kill(victim)
+            # The survivor takes the dead leader's partitions: every partition led, by one relay.
+            await until(lambda: _all_led_by_one(watcher), timeout=15)
+            running.insert(0, relays.start(**env))
+        decisions = await work
+        await wait_until_published(relay_stack.db)
+    finally:
+        relays.stop_all()
+        await watcher.close()
+    assert relays.kills >= 2, "relay leaders must be killed several times during the run"
+    suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
+    print(f"\n{relays.kills} partition leaders killed; JetStream dropped {suppressed} re-published duplicate(s)")
+    assert decisions > 0
+    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
+
+
+async def _split(connection: asyncpg.Connection) -> dict[int, set[int]] | None:
+    led = await leaders(connection)
+    every = [p for partitions in led.values() for p in partitions]
+    return led if len(led) == 2 and sorted(every) == list(range(PARTITIONS)) else None
+
+
+async def _all_led_by_one(connection: asyncpg.Connection) -> bool:
+    led = await leaders(connection)
+    return len(led) == 1 and sorted(next(iter(led.values()))) == list(range(PARTITIONS))
+
+
+async def test_relays_with_another_count_or_from_before_partitions_never_lead_beside_them(relay_stack, tmp_path):  # noqa: F811
+    relays = Relays(relay_stack, tmp_path)
+    watcher = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
+    old_leader = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
+    try:
+        # A relay from before partitions holds the single leader lock: a partitioned relay waits.
+        assert await old_leader.fetchval("SELECT pg_try_advisory_lock($1::bigint)", LEGACY_LEADER_LOCK)
+        four = relays.start(THREADLINE_RELAY_PARTITIONS="4")
+        await asyncio.sleep(3)
+        assert four.poll() is None and await leaders(watcher) == {}
+        await old_leader.close()  # the old relay is gone
+        await until(lambda: _all_led_by_one(watcher))
+        # A relay configured with eight partitions leads nothing while the four-partition relay leads ...
+        eight = relays.start(THREADLINE_RELAY_PARTITIONS="8")
+        await relays.logs(eight, "relay_partition_count_mismatch")
+        led = await leaders(watcher)
+        assert len(led) == 1 and await _all_led_by_one(watcher)
+        # ... and takes all eight once it is gone (a rolling restart to a new count).
+        relays.kill(four)
+
+        async def eight_led() -> bool:
+            rows = await watcher.fetch(_LEADERS, PARTITION_LOCK, SLOTS)
+            return sorted((r["partitions"], r["partition"]) for r in rows) == [(8, p) for p in range(8)]
+
+        await until(eight_led)
+    finally:
+        relays.stop_all()
+        await watcher.close()
+        if not old_leader.is_closed():
+            await old_leader.close()
+
+
+async def test_rows_written_before_the_upgrade_get_their_partition(servers):
+    url = await servers.create_database()
+    engine = create_engine(url, pool_size=1)
+    aggregates = [f"case-{n}" for n in range(40)] + ["company-acme"]
+    try:
+        await upgrade(engine, "0013")
+        async with engine.begin() as connection:
+            for n, aggregate in enumerate(aggregates):
+                await connection.execute(text(
+                    "INSERT INTO outbox (event_id, aggregate, subject, event_type, envelope) "
+                    "VALUES (gen_random_uuid(), :aggregate, 's', 't', '{}')"), {"aggregate": aggregate})
+                if n % 2:
+                    await connection.execute(text("UPDATE outbox SET published_at = now() WHERE aggregate = :a"),
+                                             {"a": aggregate})
+        await upgrade(engine)
+        async with engine.connect() as connection:
+            rows = (await connection.execute(text("SELECT aggregate, slot FROM outbox ORDER BY id"))).all()
+            pending = {p: (await connection.execute(text(
+                "SELECT aggregate FROM outbox WHERE published_at IS NULL AND slot % 4 = ANY(:p) ORDER BY id"),
+                {"p": [p]})).scalars().all() for p in range(4)}
+    finally:
+        await engine.dispose()
+        await servers.drop_database(url)
+    assert [(r.aggregate, r.slot) for r in rows] == [(a, slot_of(a)) for a in aggregates]
+    assert len({slot_of(a) % 4 for a in aggregates}) == 4, "forty aggregates spread over every partition"
+    # Each unpublished row is in exactly the partition the relay computes, so some relay publishes it.
+    assert sorted(a for p in pending.values() for a in p) == sorted(aggregates[0::2])
+    assert all(partition_of(a, 4) == p for p, found in pending.items() for a in found)

@@ -1,0 +1,87 @@
+"""`bench scaleout`'s plan (quotas that fit, refusals), its drain rate, each doubling's efficiency and its tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from rich.console import Console
+
+from services.cli.bench.scaleout import drain_rate, sweeps
+from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
+from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
+
+
+def test_the_default_quota_fits_every_process_and_the_load_generator_under_the_cores():
+    plan = make_plan(quota=None, service=None, cores=2)
+    assert [p.service for p in plan.points] == ["staging"] * 3 + ["gateway"] * 3 + ["relay"] * 3 + ["projection"] * 3
+    assert plan.quota >= MIN_QUOTA and plan.largest < 2
+    assert plan.quotas["postgres"] > plan.quota and plan.quotas["nats-server"] > plan.quota
+    staging_4 = plan.points[2]
+    assert staging_4.replicas["staging"] == 4 and staging_4.replicas["gateway"] == 4
+    assert staging_4.replicas["webhooks"] == 1 and staging_4.replicas["thesis-delta"] == 1
+    assert "staging=4" in staging_4.replicas_argument() and "webhooks" not in staging_4.replicas_argument()
+    relay_2 = next(p for p in plan.points if p.service == "relay" and p.count == 2)
+    assert relay_2.partitions == 2, "two relays lead two partitions"
+    assert doublings(8) == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize(("arguments", "said"), [
+    ({"quota": 0.0}, "above 0"),
+    ({"quota": 3.0}, "at most 2"),
+    ({"service": "review"}, "can be swept"),
+    ({"max_replicas": 6}, "power of two"),
+    ({"max_replicas": 32}, "cannot hold"),
+    ({"quota": 0.2}, "cannot hold"),
+])
+def test_what_cannot_run_is_refused_with_the_reason(arguments, said):
+    with pytest.raises(PlanError, match=said):
+        make_plan(**{"quota": None, "service": None, "cores": 2, **arguments})
+
+
+def test_the_drain_rate_is_taken_while_every_replica_still_has_work():
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    samples = [(start + timedelta(seconds=s), pending) for s, pending in
+               [(0, 1000), (1, 950), (2, 850), (4, 650), (6, 450), (7, 350), (8, 100), (9, 0)]]
+    assert drain_rate(samples, 1000) == 100.0  # 850 → 350 in 5 s, not the quick tail
+    assert drain_rate([(start, 40), (start + timedelta(seconds=2), 0)], 40) == 20.0  # gone between two samples
+    assert drain_rate([(start, 0)], 0) is None
+
+
+def point(service: str, replicas: int, calls: float, capacity: float | None = None) -> dict:
+    shares = {service: 0.97, "gateway": 0.5, "postgres": 0.2}
+    measured = {"service": service, "replicas": replicas, "callsPerSecond": calls, "p99Ms": 900.0,
+                "eventsPerSecond": calls, "projectedPerSecond": 0.0, "cpuShare": shares, "bottleneck": service}
+    if capacity is not None:
+        measured["capacity"] = {"backlog": 2000, "eventsPerSecond": capacity, "cpuShare": shares}
+    return measured
+
+
+def test_each_doubling_has_its_speedup_efficiency_and_calls_change_and_the_tables_show_them():
+    measured = sweeps([point("staging", 1, 40.0), point("staging", 2, 76.0), point("staging", 4, 130.0),
+                       point("relay", 1, 100.0, 80.0), point("relay", 2, 99.0, 152.0)])
+    staging, relay = measured
+    assert [(d["speedup"], d["efficiency"]) for d in staging["doublings"]] == [(1.9, 0.95), (1.71, 0.86)]
+    assert relay["measure"] == "events/s (capacity)"
+    assert relay["doublings"][0]["speedup"] == 1.9 and relay["doublings"][0]["callsChange"] == -0.01
+    report = {"cores": 2, "quotas": {"service": 0.04, "postgres": 0.32, "nats-server": 0.16, "load": 0.32},
+              "largestTotalQuota": 1.72, "agents": 64, "cases": 16, "seconds": 15, "heldAt": 4, "sweeps": measured,
+              "machineBefore": {"loadAverage1m": 0.3}, "machineAfter": {"loadAverage1m": 1.9}}
+    console = Console(width=250, record=True)
+    console.print(quota_table(report))
+    console.print(sweep_table(report))
+    text = console.export_text()
+    assert "0.32" in text and "1.90×" in text and "0.86" in text and "staging 97%" in text
+    assert any("relay (events/s (capacity)): 1→2 1.90×" in line and "calls/s -1%" in line
+               for line in summary_lines(report))
+
+
+def test_the_bench_cases_fall_evenly_on_the_relay_partitions():
+    from collections import Counter
+
+    from services.cli.bench.scaleout import spread
+    from services.relay.partitions import partition_of
+
+    cases = spread("r1", 16, 4)
+    assert len(set(cases)) == 16
+    assert Counter(partition_of(f"case:{c}", 4) for c in cases) == {0: 4, 1: 4, 2: 4, 3: 4}
