@@ -39,6 +39,9 @@ DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER
                                          Service.WEBHOOKS: WEBHOOKS_CONSUMER}
 # Commands a backend service sends to another one.
 CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_COMPANY_CONTEXT,)}
+# JetStream API requests a backend service makes besides pulling from its durable consumer ("{stream}" is
+# the deployment's stream): webhooks reads the stream's last sequence when a webhook is registered.
+JETSTREAM_CALLS: dict[Service, tuple[str, ...]] = {Service.WEBHOOKS: ("$JS.API.STREAM.INFO.{stream}",)}
 
 USERS_FILE = Path("nats") / "users.json"  # under the data dir: the embedded server's passwords, mode 0600
 
@@ -129,6 +132,7 @@ def permissions(role: str, settings: Settings) -> Permissions:
         durable = DURABLE_CONSUMERS[service]
         publish += [f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}", f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
                     f"$JS.ACK.{stream}.{durable}.>"]
+    publish += [subject.format(stream=stream) for subject in JETSTREAM_CALLS.get(service, ())]
     return Permissions(publish=publish, subscribe=subscribe, allow_responses=True)
 
 
