@@ -1,4 +1,5 @@
-"""Test support: real servers (the machine's, else embedded), isolated deployments, the running stack."""
+"""Test support: real servers (a test-started NATS with authentication; the machine's PostgreSQL, else an
+embedded one), isolated deployments, the running stack."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from services.cli.embedded import EmbeddedPostgres, free_port
 from services.gateway.app import create_app
 from services.gateway.auth import TokenStore
 from services.registry import app_module
@@ -31,9 +32,10 @@ from shared.nats_auth import OPERATOR, nats_options
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Subjects
+from tests.auth_nats import AuthNats, register, unregister
 
-# Where the tests look for the machine's servers; point them at an unused port to force embedded ones.
-TEST_NATS_URL = os.environ.get("THREADLINE_TEST_NATS_URL", "nats://127.0.0.1:4222")
+# Where the tests look for the machine's PostgreSQL; point them at an unused port to force an embedded one.
+# NATS is always the worker's own, with `up`'s users and permissions (tests/auth_nats.py).
 TEST_DATABASE_URL = os.environ.get("THREADLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
 
@@ -41,11 +43,6 @@ TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
 async def connect_nats(settings: Settings, role: str = OPERATOR, **extra: Any) -> nats.NATS:
     """A raw nats-py connection to the deployment, as `role` (the operator: it may read and provision)."""
     return await nats.connect(**nats_options(settings, role, name=f"threadline-tests-{role}").client(), **extra)
-
-
-def _server_settings(url: str) -> Settings:
-    """Settings that name only a NATS server (probing and cleaning up the machine's server)."""
-    return Settings(nats_url=url, data_dir=Path(tempfile.gettempdir()) / "threadline-no-data-dir")
 
 
 def _reachable(url: str, default_port: int) -> bool:
@@ -59,19 +56,19 @@ def _reachable(url: str, default_port: int) -> bool:
 
 @dataclass
 class Servers:
-    """A NATS server with JetStream and a PostgreSQL server the tests may use (and their origin)."""
+    """A NATS server with JetStream and authentication, a PostgreSQL server the tests may use (and their origin).
+
+    `nats_dir` is the NATS server's folder: a deployment registered there gets `up`'s users (tests/auth_nats.py)."""
 
     nats_url: str
     admin_database_url: str
+    nats_dir: Path
     embedded: list[Any] = field(default_factory=list)
 
     @classmethod
     async def find_or_start(cls, scratch: Path) -> Servers:
-        servers = cls(TEST_NATS_URL, TEST_DATABASE_URL)
-        if not (_reachable(TEST_NATS_URL, 4222) and await _nats_has_jetstream(TEST_NATS_URL)):
-            embedded = EmbeddedNats(scratch / "nats")
-            servers.nats_url = await embedded.start()
-            servers.embedded.append(embedded)
+        nats_server = AuthNats(scratch / "nats")
+        servers = cls(await nats_server.start(), TEST_DATABASE_URL, scratch / "nats", [nats_server])
         if not (_reachable(TEST_DATABASE_URL, 5432) and await _postgres_answers(TEST_DATABASE_URL)):
             embedded = EmbeddedPostgres(scratch / "postgres", database="postgres")
             servers.admin_database_url = await embedded.start()
@@ -80,8 +77,20 @@ class Servers:
 
     @property
     def origin(self) -> str:
-        kinds = {type(e).__name__ for e in self.embedded}
-        return "embedded: " + ", ".join(sorted(kinds)) if kinds else "the machine's servers"
+        postgres = "embedded" if any(isinstance(e, EmbeddedPostgres) for e in self.embedded) else "the machine's"
+        return (f"NATS with authentication: a test-started nats-server, each deployment's users and permissions "
+                f"those of `threadline up`; {postgres} PostgreSQL")
+
+    async def authorize(self, settings: Settings) -> None:
+        """Give a deployment `up`'s NATS users on this server (written to its data dir's nats/users.json)."""
+        await register(self.nats_dir, settings)
+
+    async def nats_deployment(self, prefix: str | None = None) -> Settings:
+        """Settings of a deployment that has NATS users and no database (a test of the NATS path alone)."""
+        settings = Settings(nats_url=self.nats_url, nats_prefix=prefix or f"t{secrets.token_hex(4)}",
+                            data_dir=Path(tempfile.mkdtemp(prefix="threadline-test-")), log_level=TEST_LOG_LEVEL)
+        await self.authorize(settings)
+        return settings
 
     async def stop(self) -> None:
         for server in reversed(self.embedded):
@@ -105,29 +114,16 @@ class Servers:
             await connection.close()
 
     async def delete_stream(self, settings: Settings) -> None:
-        connection = await connect_nats(_server_settings(self.nats_url).model_copy(
-            update={"data_dir": settings.data_dir}))
+        """Delete the deployment's stream (as its operator), then its users."""
         try:
-            await connection.jetstream().delete_stream(settings.stream_name)
+            connection = await connect_nats(settings)
+            try:
+                await connection.jetstream().delete_stream(settings.stream_name)
+            finally:
+                await connection.close()
         except Exception:  # noqa: BLE001 - already gone
             pass
-        finally:
-            await connection.close()
-
-
-async def _nats_has_jetstream(url: str) -> bool:
-    try:
-        connection = await connect_nats(_server_settings(url), connect_timeout=1, max_reconnect_attempts=0,
-                                        allow_reconnect=False)
-    except Exception:  # noqa: BLE001
-        return False
-    try:
-        await connection.jetstream().account_info()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-    finally:
-        await connection.close()
+        await unregister(self.nats_dir, settings.nats_prefix)
 
 
 async def _postgres_answers(url: str) -> bool:
@@ -172,6 +168,7 @@ async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
         "webhook_poll_interval": 0.2,
         **overrides,
     })
+    await servers.authorize(settings)
     await prepare(settings)
     return settings
 

@@ -31,6 +31,7 @@ async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_i
     prefix = f"m{secrets.token_hex(4)}"
     env = {"THREADLINE_DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path),
            "THREADLINE_NATS_PREFIX": prefix}
+    await servers.authorize(Settings(nats_url=servers.nats_url, nats_prefix=prefix, data_dir=tmp_path))
     stream = f"{prefix.upper()}_EVENTS"
     try:
         schema_only = await asyncio.to_thread(migrate, env)
@@ -48,7 +49,7 @@ async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_i
         assert f"event stream {stream} provisioned" in both.stdout
         again = await asyncio.to_thread(migrate, {**env, "THREADLINE_NATS_URL": servers.nats_url})
         assert again.returncode == 0, again.stderr  # idempotent
-        client = await connect_nats(Settings(nats_url=servers.nats_url, nats_prefix=prefix))
+        client = await connect_nats(Settings(nats_url=servers.nats_url, nats_prefix=prefix, data_dir=tmp_path))
         try:
             js = client.jetstream()
             assert (await js.stream_info(stream)).config.subjects == [f"{prefix}.events.>"]
