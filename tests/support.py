@@ -58,11 +58,12 @@ def _reachable(url: str, default_port: int) -> bool:
 class Servers:
     """A NATS server with JetStream and authentication, a PostgreSQL server the tests may use (and their origin).
 
-    `nats_dir` is the NATS server's folder: a deployment registered there gets `up`'s users (tests/auth_nats.py)."""
+    `nats_dir` is the NATS server's folder: a deployment registered there gets `up`'s users (tests/auth_nats.py).
+    Without it the server is open (only the three-server cluster of tests/nats_cluster.py)."""
 
     nats_url: str
     admin_database_url: str
-    nats_dir: Path
+    nats_dir: Path | None = None
     embedded: list[Any] = field(default_factory=list)
 
     @classmethod
@@ -83,7 +84,8 @@ class Servers:
 
     async def authorize(self, settings: Settings) -> None:
         """Give a deployment `up`'s NATS users on this server (written to its data dir's nats/users.json)."""
-        await register(self.nats_dir, settings)
+        if self.nats_dir is not None:
+            await register(self.nats_dir, settings)
 
     async def nats_deployment(self, prefix: str | None = None) -> Settings:
         """Settings of a deployment that has NATS users and no database (a test of the NATS path alone)."""
@@ -123,7 +125,8 @@ class Servers:
                 await connection.close()
         except Exception:  # noqa: BLE001 - already gone
             pass
-        await unregister(self.nats_dir, settings.nats_prefix)
+        if self.nats_dir is not None:
+            await unregister(self.nats_dir, settings.nats_prefix)
 
 
 async def _postgres_answers(url: str) -> bool:
