@@ -4,6 +4,7 @@ embedded one), isolated deployments, the running stack."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -28,11 +29,11 @@ from services.registry import app_module
 from shared.bootstrap import prepare
 from shared.db.session import Database
 from shared.messaging import ServiceClient, create_broker
-from shared.nats_auth import OPERATOR, nats_options
+from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, nats_options, user_url
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Subjects
-from tests.auth_nats import AuthNats, register, unregister
+from tests.auth_nats import AuthNats, claim
 
 # Where the tests look for the machine's PostgreSQL; point them at an unused port to force an embedded one.
 # NATS is always the worker's own, with `up`'s users and permissions (tests/auth_nats.py).
@@ -82,17 +83,16 @@ class Servers:
         return (f"NATS with authentication: a test-started nats-server, each deployment's users and permissions "
                 f"those of `threadline up`; {postgres} PostgreSQL")
 
-    async def authorize(self, settings: Settings) -> None:
-        """Give a deployment `up`'s NATS users on this server (written to its data dir's nats/users.json)."""
-        if self.nats_dir is not None:
-            await register(self.nats_dir, settings)
+    def claim_prefix(self, data_dir: Path) -> str:
+        """A subject prefix of its own for a new deployment, with `up`'s NATS users on this server for it (their
+        names and passwords written to `data_dir`'s nats/users.json)."""
+        return f"t{secrets.token_hex(4)}" if self.nats_dir is None else claim(self.nats_dir, data_dir)
 
-    async def nats_deployment(self, prefix: str | None = None) -> Settings:
+    async def nats_deployment(self) -> Settings:
         """Settings of a deployment that has NATS users and no database (a test of the NATS path alone)."""
-        settings = Settings(nats_url=self.nats_url, nats_prefix=prefix or f"t{secrets.token_hex(4)}",
-                            data_dir=Path(tempfile.mkdtemp(prefix="threadline-test-")), log_level=TEST_LOG_LEVEL)
-        await self.authorize(settings)
-        return settings
+        data_dir = Path(tempfile.mkdtemp(prefix="threadline-test-"))
+        return Settings(nats_url=self.nats_url, nats_prefix=self.claim_prefix(data_dir), data_dir=data_dir,
+                        log_level=TEST_LOG_LEVEL)
 
     async def stop(self) -> None:
         for server in reversed(self.embedded):
@@ -116,7 +116,7 @@ class Servers:
             await connection.close()
 
     async def delete_stream(self, settings: Settings) -> None:
-        """Delete the deployment's stream (as its operator), then its users."""
+        """Delete the deployment's stream (as its operator)."""
         try:
             connection = await connect_nats(settings)
             try:
@@ -125,8 +125,6 @@ class Servers:
                 await connection.close()
         except Exception:  # noqa: BLE001 - already gone
             pass
-        if self.nats_dir is not None:
-            await unregister(self.nats_dir, settings.nats_prefix)
 
 
 async def _postgres_answers(url: str) -> bool:
@@ -150,12 +148,12 @@ def _database_of(url: str) -> str:
 async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
     """Settings for a fresh, isolated deployment: its own database, subject prefix and stream."""
     database_url = await servers.create_database()
-    prefix = f"t{secrets.token_hex(4)}"
+    data_dir = Path(tempfile.mkdtemp(prefix="threadline-test-"))
     settings = Settings(**{
         "database_url": database_url,
         "nats_url": servers.nats_url,
-        "nats_prefix": prefix,
-        "data_dir": Path(tempfile.mkdtemp(prefix="threadline-test-")),
+        "nats_prefix": servers.claim_prefix(data_dir),
+        "data_dir": data_dir,
         "log_level": TEST_LOG_LEVEL,
         "log_format": "json",
         "secret": "test-secret-" + secrets.token_hex(8),
@@ -171,7 +169,6 @@ async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
         "webhook_poll_interval": 0.2,
         **overrides,
     })
-    await servers.authorize(settings)
     await prepare(settings)
     return settings
 
@@ -270,6 +267,12 @@ class Stack:
             "THREADLINE_LOG_LEVEL": "INFO",
             "THREADLINE_RELAY_POLL_INTERVAL": "0.2",
         }
+
+    def subscriber_url(self) -> str:
+        """The NATS URL with the subscriber's credentials in it, as `up` hands it to a downstream system."""
+        known = json.loads((self.settings.data_dir / USERS_FILE).read_text())
+        return user_url(self.settings.resolved_nats_url(), known.get("users", {}).get(SUBSCRIBER, SUBSCRIBER),
+                        known["passwords"][SUBSCRIBER])
 
     def api(self, role: str = "reviewer", token: str | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +27,9 @@ def migrate(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_is_configured(servers, tmp_path):
     database_url = await servers.create_database()
-    prefix = f"m{secrets.token_hex(4)}"
+    prefix = servers.claim_prefix(tmp_path)  # its own prefix, with up's NATS users for it
     env = {"THREADLINE_DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path),
            "THREADLINE_NATS_PREFIX": prefix}
-    await servers.authorize(Settings(nats_url=servers.nats_url, nats_prefix=prefix, data_dir=tmp_path))
     stream = f"{prefix.upper()}_EVENTS"
     try:
         schema_only = await asyncio.to_thread(migrate, env)
