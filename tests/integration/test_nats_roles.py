@@ -283,3 +283,16 @@ CHECKS: dict[str, Callable[[Deployment], Awaitable[None]]] = {
 async def test_a_role_may_do_what_the_product_does_as_it_and_is_refused_a_sample_of_the_rest(deployment, role):
     assert role in CHECKS, f"the NATS role {role!r} has no check here: add what it does and must not do"
     await CHECKS[role](deployment)
+
+
+async def test_the_suites_own_nats_refuses_strangers_and_admits_a_deployments_roles(servers):
+    """Every test stack runs on this server (tests/auth_nats.py): authentication is on, as under `up`."""
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await nats.connect(servers.nats_url, allow_reconnect=False, max_reconnect_attempts=0)
+    settings = await servers.nats_deployment()
+    connection = await nats.connect(**nats_options(settings, SUBSCRIBER, name="roles-suite").client(),
+                                    allow_reconnect=False)
+    try:
+        assert connection.is_connected
+    finally:
+        await connection.close()
