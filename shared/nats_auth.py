@@ -39,6 +39,9 @@ DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER
                                          Service.WEBHOOKS: WEBHOOKS_CONSUMER}
 # Commands a backend service sends to another one.
 CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_COMPANY_CONTEXT,)}
+# JetStream API requests a backend service makes besides pulling from its durable consumer ("{stream}" is
+# the deployment's stream): webhooks reads the stream's last sequence when a webhook is registered.
+JETSTREAM_CALLS: dict[Service, tuple[str, ...]] = {Service.WEBHOOKS: ("$JS.API.STREAM.INFO.{stream}",)}
 
 USERS_FILE = Path("nats") / "users.json"  # under the data dir: the embedded server's passwords, mode 0600
 
@@ -129,6 +132,7 @@ def permissions(role: str, settings: Settings) -> Permissions:
         durable = DURABLE_CONSUMERS[service]
         publish += [f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}", f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
                     f"$JS.ACK.{stream}.{durable}.>"]
+    publish += [subject.format(stream=stream) for subject in JETSTREAM_CALLS.get(service, ())]
     return Permissions(publish=publish, subscribe=subscribe, allow_responses=True)
 
 
@@ -148,10 +152,14 @@ def embedded_passwords(data_dir: Path, url: str) -> dict[str, str]:
     return passwords
 
 
-def server_users(settings: Settings, passwords: dict[str, str]) -> list[dict[str, Any]]:
-    """The `authorization.users` of nats-server's configuration: one user per role, with its permissions."""
-    return [{"user": role, "password": passwords[role], "permissions": permissions(role, settings).server_config()}
-            for role in roles()]
+def server_users(settings: Settings, passwords: dict[str, str],
+                 names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The `authorization.users` of nats-server's configuration: one user per role, with its permissions.
+
+    A user is named for its role; `names` renames them where one server holds several deployments' users
+    (the test suite's server: a user name is unique in a server)."""
+    return [{"user": (names or {}).get(role, role), "password": passwords[role],
+             "permissions": permissions(role, settings).server_config()} for role in roles()]
 
 
 def user_url(url: str, role: str, password: str) -> str:
@@ -253,17 +261,20 @@ def nats_options(settings: Settings, role: str, *, name: str) -> NatsOptions:
     elif settings.nats_user:
         password = settings.nats_password.get_secret_value() if settings.nats_password else ""
         options.update(user=settings.nats_user, password=password)
-    elif (embedded := _embedded_password(settings, role, url)) is not None:
-        options.update(user=role, password=embedded)
+    elif (embedded := _embedded_user(settings, role, url)) is not None:
+        options.update(user=embedded[0], password=embedded[1])
     return NatsOptions(**options)
 
 
-def _embedded_password(settings: Settings, role: str, url: str) -> str | None:
+def _embedded_user(settings: Settings, role: str, url: str) -> tuple[str, str] | None:
+    """The role's user name and password in the users file of the data dir, when it is for the server at `url`."""
     path = settings.data_dir / USERS_FILE
     if urlsplit(url).username or not path.exists():
         return None
     known = json.loads(path.read_text())
-    return known["passwords"].get(role) if known.get("url") == url else None
+    if known.get("url") != url or role not in known["passwords"]:
+        return None
+    return known.get("users", {}).get(role, role), known["passwords"][role]
 
 
 def markdown_table(settings: Settings) -> str:

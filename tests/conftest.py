@@ -68,7 +68,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
 async def servers():
     scratch = Path(tempfile.mkdtemp(prefix="threadline-servers-"))
     found = await Servers.find_or_start(scratch)
-    SERVERS_USED.append(f"threadline tests ran against NATS {found.nats_url} and PostgreSQL "
+    SERVERS_USED.append(f"threadline tests ran against NATS {found.nats_url} with authentication and PostgreSQL "
                         f"{found.admin_database_url} ({found.origin})")
     yield found
     await found.stop()

@@ -1,8 +1,10 @@
-"""Test support: real servers (the machine's, else embedded), isolated deployments, the running stack."""
+"""Test support: real servers (a test-started NATS with authentication; the machine's PostgreSQL, else an
+embedded one), isolated deployments, the running stack."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -20,20 +22,21 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from services.cli.embedded import EmbeddedPostgres, free_port
 from services.gateway.app import create_app
 from services.gateway.auth import TokenStore
 from services.registry import app_module
 from shared.bootstrap import prepare
 from shared.db.session import Database
 from shared.messaging import ServiceClient, create_broker
-from shared.nats_auth import OPERATOR, nats_options
+from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, nats_options, user_url
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Subjects
+from tests.auth_nats import AuthNats, claim
 
-# Where the tests look for the machine's servers; point them at an unused port to force embedded ones.
-TEST_NATS_URL = os.environ.get("THREADLINE_TEST_NATS_URL", "nats://127.0.0.1:4222")
+# Where the tests look for the machine's PostgreSQL; point them at an unused port to force an embedded one.
+# NATS is always the worker's own, with `up`'s users and permissions (tests/auth_nats.py).
 TEST_DATABASE_URL = os.environ.get("THREADLINE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
 
@@ -41,11 +44,6 @@ TEST_LOG_LEVEL = os.environ.get("THREADLINE_TEST_LOG_LEVEL", "WARNING")
 async def connect_nats(settings: Settings, role: str = OPERATOR, **extra: Any) -> nats.NATS:
     """A raw nats-py connection to the deployment, as `role` (the operator: it may read and provision)."""
     return await nats.connect(**nats_options(settings, role, name=f"threadline-tests-{role}").client(), **extra)
-
-
-def _server_settings(url: str) -> Settings:
-    """Settings that name only a NATS server (probing and cleaning up the machine's server)."""
-    return Settings(nats_url=url, data_dir=Path(tempfile.gettempdir()) / "threadline-no-data-dir")
 
 
 def _reachable(url: str, default_port: int) -> bool:
@@ -59,19 +57,20 @@ def _reachable(url: str, default_port: int) -> bool:
 
 @dataclass
 class Servers:
-    """A NATS server with JetStream and a PostgreSQL server the tests may use (and their origin)."""
+    """A NATS server with JetStream and authentication, a PostgreSQL server the tests may use (and their origin).
+
+    `nats_dir` is the NATS server's folder: a deployment registered there gets `up`'s users (tests/auth_nats.py).
+    Without it the server is open (only the three-server cluster of tests/nats_cluster.py)."""
 
     nats_url: str
     admin_database_url: str
+    nats_dir: Path | None = None
     embedded: list[Any] = field(default_factory=list)
 
     @classmethod
     async def find_or_start(cls, scratch: Path) -> Servers:
-        servers = cls(TEST_NATS_URL, TEST_DATABASE_URL)
-        if not (_reachable(TEST_NATS_URL, 4222) and await _nats_has_jetstream(TEST_NATS_URL)):
-            embedded = EmbeddedNats(scratch / "nats")
-            servers.nats_url = await embedded.start()
-            servers.embedded.append(embedded)
+        nats_server = AuthNats(scratch / "nats")
+        servers = cls(await nats_server.start(), TEST_DATABASE_URL, scratch / "nats", [nats_server])
         if not (_reachable(TEST_DATABASE_URL, 5432) and await _postgres_answers(TEST_DATABASE_URL)):
             embedded = EmbeddedPostgres(scratch / "postgres", database="postgres")
             servers.admin_database_url = await embedded.start()
@@ -80,8 +79,20 @@ class Servers:
 
     @property
     def origin(self) -> str:
-        kinds = {type(e).__name__ for e in self.embedded}
-        return "embedded: " + ", ".join(sorted(kinds)) if kinds else "the machine's servers"
+        postgres = "embedded" if any(isinstance(e, EmbeddedPostgres) for e in self.embedded) else "the machine's"
+        return (f"NATS with authentication: a test-started nats-server, each deployment's users and permissions "
+                f"those of `threadline up`; {postgres} PostgreSQL")
+
+    def claim_prefix(self, data_dir: Path) -> str:
+        """A subject prefix of its own for a new deployment, with `up`'s NATS users on this server for it (their
+        names and passwords written to `data_dir`'s nats/users.json)."""
+        return f"t{secrets.token_hex(4)}" if self.nats_dir is None else claim(self.nats_dir, data_dir)
+
+    async def nats_deployment(self) -> Settings:
+        """Settings of a deployment that has NATS users and no database (a test of the NATS path alone)."""
+        data_dir = Path(tempfile.mkdtemp(prefix="threadline-test-"))
+        return Settings(nats_url=self.nats_url, nats_prefix=self.claim_prefix(data_dir), data_dir=data_dir,
+                        log_level=TEST_LOG_LEVEL)
 
     async def stop(self) -> None:
         for server in reversed(self.embedded):
@@ -105,29 +116,15 @@ class Servers:
             await connection.close()
 
     async def delete_stream(self, settings: Settings) -> None:
-        connection = await connect_nats(_server_settings(self.nats_url).model_copy(
-            update={"data_dir": settings.data_dir}))
+        """Delete the deployment's stream (as its operator)."""
         try:
-            await connection.jetstream().delete_stream(settings.stream_name)
+            connection = await connect_nats(settings)
+            try:
+                await connection.jetstream().delete_stream(settings.stream_name)
+            finally:
+                await connection.close()
         except Exception:  # noqa: BLE001 - already gone
             pass
-        finally:
-            await connection.close()
-
-
-async def _nats_has_jetstream(url: str) -> bool:
-    try:
-        connection = await connect_nats(_server_settings(url), connect_timeout=1, max_reconnect_attempts=0,
-                                        allow_reconnect=False)
-    except Exception:  # noqa: BLE001
-        return False
-    try:
-        await connection.jetstream().account_info()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-    finally:
-        await connection.close()
 
 
 async def _postgres_answers(url: str) -> bool:
@@ -151,12 +148,12 @@ def _database_of(url: str) -> str:
 async def new_deployment(servers: Servers, **overrides: Any) -> Settings:
     """Settings for a fresh, isolated deployment: its own database, subject prefix and stream."""
     database_url = await servers.create_database()
-    prefix = f"t{secrets.token_hex(4)}"
+    data_dir = Path(tempfile.mkdtemp(prefix="threadline-test-"))
     settings = Settings(**{
         "database_url": database_url,
         "nats_url": servers.nats_url,
-        "nats_prefix": prefix,
-        "data_dir": Path(tempfile.mkdtemp(prefix="threadline-test-")),
+        "nats_prefix": servers.claim_prefix(data_dir),
+        "data_dir": data_dir,
         "log_level": TEST_LOG_LEVEL,
         "log_format": "json",
         "secret": "test-secret-" + secrets.token_hex(8),
@@ -270,6 +267,12 @@ class Stack:
             "THREADLINE_LOG_LEVEL": "INFO",
             "THREADLINE_RELAY_POLL_INTERVAL": "0.2",
         }
+
+    def subscriber_url(self) -> str:
+        """The NATS URL with the subscriber's credentials in it, as `up` hands it to a downstream system."""
+        known = json.loads((self.settings.data_dir / USERS_FILE).read_text())
+        return user_url(self.settings.resolved_nats_url(), known.get("users", {}).get(SUBSCRIBER, SUBSCRIBER),
+                        known["passwords"][SUBSCRIBER])
 
     def api(self, role: str = "reviewer", token: str | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(

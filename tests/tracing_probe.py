@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -20,8 +21,8 @@ from tests.support import Servers, Stack, new_deployment, remove_deployment
 SPAN_WAIT_SECONDS = 20.0
 
 
-async def traced_call(nats_url: str, admin_database_url: str) -> list[dict]:
-    servers = Servers(nats_url, admin_database_url)
+async def traced_call(nats_url: str, admin_database_url: str, nats_dir: str) -> list[dict]:
+    servers = Servers(nats_url, admin_database_url, Path(nats_dir))  # the worker's NATS: users are registered there
     exporter = InMemorySpanExporter()
     settings = await new_deployment(servers)
     configure_tracing("tests", settings, exporter=exporter)
@@ -55,5 +56,5 @@ async def traced_call(nats_url: str, admin_database_url: str) -> list[dict]:
 
 
 if __name__ == "__main__":
-    for span in asyncio.run(traced_call(sys.argv[1], sys.argv[2])):
+    for span in asyncio.run(traced_call(sys.argv[1], sys.argv[2], sys.argv[3])):
         print(json.dumps(span))

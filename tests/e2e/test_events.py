@@ -93,7 +93,8 @@ async def test_the_documented_example_subscriber_applies_each_revision_once_and_
                    "--exit-when-idle", "2"]
 
         def subscriber() -> list[dict]:
-            done = subprocess.run(command, env=stack.environment(), capture_output=True, text=True, timeout=60)
+            environment = {**stack.environment(), "THREADLINE_NATS_URL": stack.subscriber_url()}  # as handed out
+            done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=60)
             assert done.returncode == 0, done.stderr
             return [json.loads(line) for line in done.stdout.splitlines()]
 

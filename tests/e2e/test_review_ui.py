@@ -14,6 +14,7 @@ import pytest
 
 from services.gateway.ui import COOKIE, csrf_token
 from shared.subjects import Service
+from tests.dependencies import missing
 from tests.factories import (
     agent_session,
     claim_item,
@@ -40,9 +41,7 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 async def browser():
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         reason = f"no Chromium at {CHROMIUM}: install Debian's chromium package (CI's .ci/run does)"
-        if os.environ.get("THREADLINE_REQUIRE_BROWSER"):
-            pytest.fail(reason)  # CI: the browser test must run, not quietly skip
-        pytest.skip(reason)
+        missing(reason)  # CI: the browser test must run, not quietly skip
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:

@@ -18,10 +18,9 @@ from services.gateway.tools import COMMAND_OF_TOOL
 from shared.command_contracts import command_requests
 from shared.errors import InvalidArgument
 from shared.messaging import ServiceClient, create_broker
-from shared.nats_auth import OPERATOR
-from shared.settings import Settings
+from shared.nats_auth import GATEWAY
 from shared.spec import NUL_HINT, ArgumentError, all_tools, validate_arguments
-from shared.subjects import Subjects
+from shared.subjects import BACKEND_SERVICES, Subjects
 from tests.schema_strategies import paths, valid
 
 TOOLS = {tool.name: tool for tool in all_tools()}
@@ -119,20 +118,27 @@ def _fields_reported_for(schema: dict[str, Any], how: str, location: tuple, valu
 
 @pytest.fixture(scope="module")
 async def spy(servers):
-    """A real NATS connection: a client for the gateway path, and a recorder of every command sent."""
-    prefix = "tprop"
-    broker = create_broker(Settings(nats_url=servers.nats_url, nats_prefix=prefix), role=OPERATOR,
-                           name="validation-spy")
+    """Real NATS connections: the gateway's client, and in each service's place (as that service's NATS user)
+    a recorder of every command sent to it."""
+    settings = await servers.nats_deployment()
+    subjects = Subjects(settings.nats_prefix)
     received: list[str] = []
 
-    @broker.subscriber(f"{prefix}.cmd.>")
     async def record(body: dict) -> dict:
         received.append(json.dumps(body))
         return {"result": {}}
 
-    await broker.start()
-    yield ServiceClient(broker, Subjects(prefix), 2.0), received
-    await broker.stop()
+    recorders = []
+    for service in BACKEND_SERVICES:
+        recorder = create_broker(settings, role=service.value, name=f"validation-spy-{service.value}")
+        recorder.subscriber(f"{settings.nats_prefix}.cmd.{service.value}.>", queue=subjects.queue(service))(record)
+        await recorder.start()
+        recorders.append(recorder)
+    gateway = create_broker(settings, role=GATEWAY, name="validation-gateway")
+    await gateway.connect()
+    yield ServiceClient(gateway, subjects, 2.0), received
+    for broker in [gateway, *recorders]:
+        await broker.stop()
 
 
 @pytest.mark.parametrize("name", list(TOOLS))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ def migrate(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_is_configured(servers, tmp_path):
     database_url = await servers.create_database()
-    prefix = f"m{secrets.token_hex(4)}"
+    prefix = servers.claim_prefix(tmp_path)  # its own prefix, with up's NATS users for it
     env = {"THREADLINE_DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path),
            "THREADLINE_NATS_PREFIX": prefix}
     stream = f"{prefix.upper()}_EVENTS"
@@ -48,7 +47,7 @@ async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_i
         assert f"event stream {stream} provisioned" in both.stdout
         again = await asyncio.to_thread(migrate, {**env, "THREADLINE_NATS_URL": servers.nats_url})
         assert again.returncode == 0, again.stderr  # idempotent
-        client = await connect_nats(Settings(nats_url=servers.nats_url, nats_prefix=prefix))
+        client = await connect_nats(Settings(nats_url=servers.nats_url, nats_prefix=prefix, data_dir=tmp_path))
         try:
             js = client.jetstream()
             assert (await js.stream_info(stream)).config.subjects == [f"{prefix}.events.>"]

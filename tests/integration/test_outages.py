@@ -130,7 +130,7 @@ async def test_a_call_to_a_service_that_dies_while_handling_it_fails_fast(server
     """Not at the 10 s timeout: once NATS says no replica is left to answer."""
     deployment = await new_deployment(servers)  # its own subjects: no real staging service may answer
     subjects = Subjects(deployment.nats_prefix)
-    service = await connect_nats(deployment)
+    service = await connect_nats(deployment, Service.STAGING.value)  # in staging's place, as its NATS user
     received = asyncio.Event()
 
     async def hang(message) -> None:  # noqa: ANN001 - takes the command and never answers

@@ -4,7 +4,6 @@ leader lock on THREADLINE_RELAY_DATABASE_URL; nothing lost, nothing doubled."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import defaultdict
 
 import asyncpg
@@ -12,6 +11,7 @@ import pytest
 
 from services.relay.partitions import PARTITION_LOCK
 from shared.db.session import asyncpg_dsn
+from tests.dependencies import missing
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
 from tests.pgbouncer import SERVER_CONNECTIONS, PgBouncer
@@ -23,9 +23,7 @@ CASES, SOURCES_PER_CASE = 6, 4
 @pytest.fixture
 async def pooled(servers):
     if PgBouncer.binary() is None:
-        if os.environ.get("THREADLINE_REQUIRE_PGBOUNCER"):
-            pytest.fail("pgbouncer is required here (THREADLINE_REQUIRE_PGBOUNCER) but not installed")
-        pytest.skip("pgbouncer is not installed (apt install pgbouncer; .ci/run installs it)")
+        missing("pgbouncer is not installed (apt install pgbouncer; .ci/run installs it)")
     settings = await new_deployment(servers)  # migrated on the direct connection, as the migrate Job is
     direct = settings.resolved_database_url()
     bouncer = await PgBouncer(direct).start()

@@ -8,7 +8,7 @@ from services.projection import read_models
 from services.projection.repository import SqlProjectionUnitOfWork
 from services.projection.view_repository import SqlViews
 from shared.events import Origin
-from shared.subjects import Subjects
+from shared.subjects import Service, Subjects
 from tests.events import stream_events, wait_until_projected, wait_until_published, wait_until_redelivered
 from tests.factories import agent_session, new_case, source_item
 from tests.support import connect_nats
@@ -67,7 +67,7 @@ async def test_a_message_that_is_no_event_is_let_go_and_the_events_after_it_stil
     stack = await Stack(settings).start()
     try:
         case_id = await new_case(stack)
-        connection = await connect_nats(settings)
+        connection = await connect_nats(settings, Service.RELAY.value)  # only the relay may publish events
         try:
             js = connection.jetstream()
             subjects = Subjects(settings.nats_prefix)

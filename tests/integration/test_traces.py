@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def traced_spans(servers) -> list[dict]:  # noqa: ANN001
     result = subprocess.run([sys.executable, "-m", "tests.tracing_probe", servers.nats_url,
-                             servers.admin_database_url], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                             servers.admin_database_url, str(servers.nats_dir)], cwd=ROOT, capture_output=True, text=True, timeout=180,
                             env={k: v for k, v in os.environ.items() if not k.startswith(("THREADLINE_", "OTEL_"))})
     assert result.returncode == 0, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.dependencies import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def compose_command() -> list[str] | None:
 def test_compose_file_passes_compose_config():
     compose = compose_command()
     if compose is None:
-        pytest.skip("neither `docker compose` nor `docker-compose` is installed (apt install docker-compose)")
+        missing("neither `docker compose` nor `docker-compose` is installed (apt install docker-compose)")
     result = subprocess.run([*compose, "config", "-q"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

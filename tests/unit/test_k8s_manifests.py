@@ -21,6 +21,7 @@ from services.cli.embedded import find_nats_server
 from shared.settings import Settings
 from shared.streams import stream_config
 from shared.subjects import Service
+from tests.dependencies import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -186,7 +187,7 @@ def test_nats_runs_three_servers_in_one_jetstream_cluster():
 def test_the_nats_configuration_is_valid_for_nats_server_with_every_password_from_a_secret(tmp_path):
     binary = find_nats_server()
     if binary is None:
-        pytest.skip("nats-server is not installed (the `embedded` extra)")
+        missing("nats-server is not installed (the `embedded` extra)")
     nats = of_kind(base_resources(), "StatefulSet")["nats"]
     (container,) = containers(nats)
     env = {e["name"]: "x" for e in container["env"]}
@@ -213,7 +214,7 @@ def test_nats_has_one_user_per_role_and_their_permissions_are_the_tables():
     users = nats_users()
     assert {"gateway", "operator", "subscriber", "webhooks"} <= set(users)
     assert set(SERVED) - {"gateway"} <= set(users)
-    nats_auth = pytest.importorskip("shared.nats_auth", reason="the role table (issue 13) has not landed")
+    from shared import nats_auth
     settings = Settings(nats_prefix="threadline")
     for role in nats_auth.roles():
         expected = nats_auth.permissions(role, settings).server_config()
