@@ -16,6 +16,18 @@ def series(sweep: list[dict[str, Any]], target: str, measure: str) -> tuple[list
     return [a for a, _ in points], [v for _, v in points]
 
 
+def doubling_axes(axes: Any, ticks: list[int], xlabel: str, ylabel: str, legend_size: str | None = None) -> None:
+    """Axes over doublings (1, 2, 4, …) on a log-2 scale, from zero up, with a grid and a legend."""
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(ticks, [str(t) for t in ticks])
+    axes.minorticks_off()
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=legend_size)
+
+
 def draw(sweep: list[dict[str, Any]], path: Path, title: str) -> Path:
     try:
         import matplotlib
@@ -31,14 +43,7 @@ def draw(sweep: list[dict[str, Any]], path: Path, title: str) -> Path:
         latency.plot(*series(sweep, target, "p99Ms"), **style)
     agents = sorted({p["agents"] for p in sweep})
     for axes, label in ((throughput, "stage_claims calls/s"), (latency, "p99 latency (ms)")):
-        axes.set_xscale("log", base=2)
-        axes.set_xticks(agents, [str(a) for a in agents])
-        axes.minorticks_off()
-        axes.set_xlabel("concurrent agents (official MCP client)")
-        axes.set_ylabel(label)
-        axes.set_ylim(bottom=0)
-        axes.grid(True, alpha=0.3)
-        axes.legend()
+        doubling_axes(axes, agents, "concurrent agents (official MCP client)", label)
     figure.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)

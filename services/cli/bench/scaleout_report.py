@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from services.cli.bench.plot import doubling_axes
 from services.cli.bench.report import figure, times
 
 COLOURS = {"staging": "#c0392b", "gateway": "#2471a3", "relay": "#27ae60", "projection": "#8e44ad"}
@@ -92,14 +93,7 @@ def draw(report: dict[str, Any], path: Path) -> Path:
     ticks = sorted(counts)
     speedups.plot(ticks, ticks, color="#7f8c8d", linestyle="--", label="ideal")
     for axes, label in ((speedups, "throughput / throughput at 1 replica"), (calls, "stage_claims calls/s")):
-        axes.set_xscale("log", base=2)
-        axes.set_xticks(ticks, [str(t) for t in ticks])
-        axes.minorticks_off()
-        axes.set_xlabel("replicas of the service swept (the others held)")
-        axes.set_ylabel(label)
-        axes.set_ylim(bottom=0)
-        axes.grid(True, alpha=0.3)
-        axes.legend(fontsize="small")
+        doubling_axes(axes, ticks, "replicas of the service swept (the others held)", label, legend_size="small")
     quotas = report["quotas"]
     figure_.suptitle(f"bench scaleout: {quotas['service']:g} cores per service process, PostgreSQL "
                      f"{quotas['postgres']:g}, NATS {quotas['nats-server']:g}, load {quotas['load']:g} "
