@@ -34,7 +34,7 @@ up: $(STAMP)
 # and subject prefix. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 test: $(BENCH_STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 # The load and chaos tests at full size (`make test` runs their short versions).
 # One process by default: the full-size load and chaos runs are sized for the whole machine.
