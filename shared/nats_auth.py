@@ -41,7 +41,11 @@ DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER
 CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_COMPANY_CONTEXT,)}
 # JetStream API requests a backend service makes besides pulling from its durable consumer ("{stream}" is
 # the deployment's stream): webhooks reads the stream's last sequence when a webhook is registered.
-JETSTREAM_CALLS: dict[Service, tuple[str, ...]] = {Service.WEBHOOKS: ("$JS.API.STREAM.INFO.{stream}",)}
+# The webhooks service reads the stream's info (a new webhook's starting point) and gets the first event after
+# its position (services/webhooks/consumer.py: whether a predecessor of a batch is still out with a replica).
+JETSTREAM_CALLS: dict[Service, tuple[str, ...]] = {
+    Service.WEBHOOKS: ("$JS.API.STREAM.INFO.{stream}", "$JS.API.STREAM.MSG.GET.{stream}"),
+}
 
 USERS_FILE = Path("nats") / "users.json"  # under the data dir: the embedded server's passwords, mode 0600
 

@@ -261,13 +261,17 @@ async def check_relay(deployment: Deployment) -> None:
 async def check_webhooks(deployment: Deployment) -> None:
     webhooks = await check_backend(deployment, Service.WEBHOOKS)
     js = webhooks.nc.jetstream()
-    assert (await js.stream_info(deployment.stream)).state.last_seq >= 1  # a new webhook's starting point
+    last = (await js.stream_info(deployment.stream)).state.last_seq  # a new webhook's starting point
+    assert last >= 1
+    # The first event after a position: how a replica tells whether a batch's predecessor is still out.
+    assert (await js.get_msg(deployment.stream, seq=1, subject=f"{deployment.settings.nats_prefix}.events.>",
+                             next=True)).seq >= 1
     await pulls_its_durable(deployment, webhooks, WEBHOOKS_CONSUMER)
     webhooks.clean()
     await backend_refused(deployment, webhooks, Service.WEBHOOKS)
     await webhooks.publish_refused(f"$JS.API.CONSUMER.MSG.NEXT.{deployment.stream}.{PROJECTION_CONSUMER}")
     await webhooks.publish_refused(f"$JS.API.STREAM.DELETE.{deployment.stream}")
-    await webhooks.publish_refused(f"$JS.API.STREAM.MSG.GET.{deployment.stream}")
+    await webhooks.publish_refused(f"$JS.API.STREAM.PURGE.{deployment.stream}")
     await webhooks.publish_refused(f"{deployment.settings.nats_prefix}.events.case.c1.ledger.changed")
 
 
