@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rich.console import Console
 
-from services.cli.bench.scaleout import drain_rate, sweeps
+from services.cli.bench.scaleout import drain_rate, failed, sweeps
 from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
 
@@ -85,3 +85,17 @@ def test_the_bench_cases_fall_evenly_on_the_relay_partitions():
     cases = spread("r1", 16, 4)
     assert len(set(cases)) == 16
     assert Counter(partition_of(f"case:{c}", 4) for c in cases) == {0: 4, 1: 4, 2: 4, 3: 4}
+
+
+def test_a_point_that_could_not_be_measured_is_reported_with_why_and_the_others_are_kept():
+    error = ExceptionGroup("agents", [RuntimeError("get_workspace was refused (unavailable)")])
+    broken = {"service": "projection", "replicas": 1, **failed(error)}
+    measured = sweeps([broken, point("projection", 2, 30.0, 210.0), point("projection", 4, 31.0, 400.0)])
+    (projection,) = measured
+    assert [d["speedup"] for d in projection["doublings"]] == [None, 1.9]
+    report = {"sweeps": measured, "machineBefore": {"loadAverage1m": 0.3}, "machineAfter": {"loadAverage1m": 1.0},
+              "cores": 2}
+    console = Console(width=300, record=True)
+    console.print(sweep_table(report))
+    assert "not measured: RuntimeError: get_workspace was refused (unavailable)" in console.export_text()
+    assert "1→2 —" in summary_lines(report)[0]

@@ -80,6 +80,7 @@ class ScaleoutBench:
         label = f"{point.service} ×{point.count}"
         task = self.progress.add_task(f"{label:<14}", total=None, status="starting the system")
         system = ConfinedSystem(self.plan, point, data_dir, self.groups)
+        measured: dict[str, Any]
         try:
             await system.start()
             async with System.connect(system.settings) as bench:
@@ -89,6 +90,8 @@ class ScaleoutBench:
                 if point.service in DECIDING:
                     self.progress.update(task, status=f"{point.service} paused: building a backlog")
                     measured["capacity"] = await self._capacity(bench, system, point, tokens, reviewers, task)
+        except Exception as error:  # noqa: BLE001 - one point that cannot be measured is reported, not the end
+            measured = failed(error)
         finally:
             self.progress.update(task, status="stopping")
             await system.stop()
@@ -257,7 +260,18 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def failed(error: BaseException) -> dict[str, Any]:
+    """A point the system could not be measured at (say, one replica that cannot answer the agents' first reads
+    under its quota): no figures, and why."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return {"failed": f"{type(error).__name__}: {error}"[:300], "callsPerSecond": None, "p99Ms": None,
+            "eventsPerSecond": None, "projectedPerSecond": None, "bottleneck": None, "cpuShare": {}}
+
+
 def _status(point: dict[str, Any]) -> str:
+    if point.get("failed"):
+        return f"not measured: {point['failed']}"
     capacity = point.get("capacity")
     extra = f", capacity {capacity['eventsPerSecond']} events/s of a {capacity['backlog']} backlog" if capacity else ""
     return (f"{point['callsPerSecond']} calls/s, {point['eventsPerSecond']} events/s{extra}; "

@@ -41,14 +41,15 @@ def sweep_table(report: dict[str, Any]) -> Table:
                           figure(point["p99Ms"], digits=0), figure(point["eventsPerSecond"]),
                           figure(point["projectedPerSecond"]), figure(capacity.get("eventsPerSecond")),
                           times(doubling.get("speedup")), figure(doubling.get("efficiency"), digits=2),
-                          f"{point['bottleneck']} {point['cpuShare'][point['bottleneck']]:.0%}",
+                          f"not measured: {point['failed']}" if point.get("failed")
+                          else f"{point['bottleneck']} {point['cpuShare'][point['bottleneck']]:.0%}",
                           own_share(point))
     return table
 
 
 def own_share(point: dict[str, Any]) -> str:
     """The swept service's replicas' CPU over their quota (in the capacity window for relay and projection)."""
-    shares = (point.get("capacity") or point)["cpuShare"]
+    shares = (point.get("capacity") or point).get("cpuShare", {})
     mine = [v for name, v in shares.items() if name == point["service"] or name.rpartition("-")[0] == point["service"]]
     return " ".join(f"{v:.0%}" for v in mine) or "—"
 
