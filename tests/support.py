@@ -9,6 +9,7 @@ import os
 import secrets
 import socket
 import tempfile
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,12 +61,14 @@ class Servers:
     """A NATS server with JetStream and authentication, a PostgreSQL server the tests may use (and their origin).
 
     `nats_dir` is the NATS server's folder: a deployment registered there gets `up`'s users (tests/auth_nats.py).
-    Without it the server is open (only the three-server cluster of tests/nats_cluster.py)."""
+    `claim` replaces that registry where the server is another (the three-server cluster of tests/nats_cluster.py):
+    it writes a new deployment's users file into the data dir it is given and returns the subject prefix."""
 
     nats_url: str
     admin_database_url: str
     nats_dir: Path | None = None
     embedded: list[Any] = field(default_factory=list)
+    claim: Callable[[Path], str] | None = None
 
     @classmethod
     async def find_or_start(cls, scratch: Path) -> Servers:
@@ -86,7 +89,11 @@ class Servers:
     def claim_prefix(self, data_dir: Path) -> str:
         """A subject prefix of its own for a new deployment, with `up`'s NATS users on this server for it (their
         names and passwords written to `data_dir`'s nats/users.json)."""
-        return f"t{secrets.token_hex(4)}" if self.nats_dir is None else claim(self.nats_dir, data_dir)
+        if self.claim is not None:
+            return self.claim(data_dir)
+        if self.nats_dir is None:
+            raise RuntimeError("a deployment needs NATS users: give Servers a nats_dir or a claim")
+        return claim(self.nats_dir, data_dir)
 
     async def nats_deployment(self) -> Settings:
         """Settings of a deployment that has NATS users and no database (a test of the NATS path alone)."""

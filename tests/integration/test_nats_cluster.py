@@ -1,12 +1,14 @@
 """On a three-server JetStream cluster with the event stream at 3 replicas and two replicas of each service:
 one NATS server and one replica of every service killed under load lose no acknowledged proposal and no
-event, and duplicate none."""
+event, and duplicate none. The servers hold `up`'s users and permissions: every service, the second replicas
+and the test's own checks connect as their roles."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import subprocess
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -20,13 +22,14 @@ from sqlalchemy import select
 
 from services.cli.embedded import free_port
 from shared.db.tables import cases, outbox, proposals
+from shared.settings import Settings
 from shared.streams import provision
 from shared.subjects import BACKEND_SERVICES, Service
 from tests.events import stream_events, stream_info, wait_until_projected, wait_until_published
 from tests.factories import new_case, source_item
 from tests.nats_cluster import NatsCluster
 from tests.processes import ServiceProcesses
-from tests.support import Servers, Stack, new_deployment, remove_deployment
+from tests.support import Servers, Stack, connect_nats, new_deployment
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 CASES, DECISIONS_PER_CASE = (16, 40) if FULL else (6, 12)
@@ -43,8 +46,9 @@ CHECKS, FIRST_REPLICAS, SECOND_REPLICAS = 0, 1, 2
 class Replicas:
     """The second replica of each service: `threadline serve …` processes, SIGKILLed like a lost pod."""
 
-    def __init__(self, stack: Stack, nats_url: str, log_dir: Path) -> None:
-        self.env = {**stack.environment(), "THREADLINE_NATS_URL": nats_url, "THREADLINE_SECRET": "cluster-test",
+    def __init__(self, stack: Stack, on: Settings, log_dir: Path) -> None:
+        self.env = {**stack.environment(), "THREADLINE_NATS_URL": on.nats_url, "THREADLINE_DATA_DIR": str(on.data_dir),
+                    "THREADLINE_SECRET": "cluster-test",
                     "THREADLINE_REQUEST_TIMEOUT": "5", "THREADLINE_LOG_LEVEL": "WARNING",
                     "THREADLINE_DB_POOL_SIZE": str(POOL_SIZE)}
         self.log_dir = log_dir
@@ -87,27 +91,37 @@ class Replicas:
             processes.stop_all()
 
 
+def connected_to(cluster: NatsCluster, settings: Settings, n: int) -> Settings:
+    """The deployment's settings as a client of server `n` sees them: that server's URL and a data dir whose users
+    file names it (a pod's own mounted credentials)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="threadline-test-"))
+    cluster.claim(data_dir, n)
+    return settings.model_copy(update={"nats_url": cluster.url(n), "data_dir": data_dir})
+
+
 @pytest.fixture
 async def cluster_stack(servers, tmp_path):
     cluster = await NatsCluster().start()
-    on_cluster = Servers(nats_url=cluster.url(FIRST_REPLICAS), admin_database_url=servers.admin_database_url)
+    on_cluster = Servers(nats_url=cluster.url(FIRST_REPLICAS), admin_database_url=servers.admin_database_url,
+                         claim=lambda data_dir: cluster.claim(data_dir, FIRST_REPLICAS))
     settings = await new_deployment(on_cluster, events_replicas=3, request_timeout=5.0)
     settings = settings.model_copy(update={"db_pool_size": POOL_SIZE})
+    checks = connected_to(cluster, settings, CHECKS)
     stack = replicas = None
     try:
         stack = await Stack(settings).start()
-        replicas = Replicas(stack, cluster.url(SECOND_REPLICAS), tmp_path)
+        replicas = Replicas(stack, connected_to(cluster, settings, SECOND_REPLICAS), tmp_path)
         for service in REPLICATED:
             replicas.start(service)
         await replicas.wait_ready()
-        yield cluster, stack, replicas
+        yield cluster, stack, replicas, checks
     finally:
         # Waiting for processes to exit happens off the event loop: the session's services share it.
         if replicas is not None:
             await asyncio.to_thread(replicas.stop)
         if stack is not None:
             await stack.stop()
-        await remove_deployment(Servers(cluster.url(CHECKS), servers.admin_database_url), settings)
+        await servers.drop_database(settings.resolved_database_url())  # the stream goes with the cluster
         await asyncio.to_thread(cluster.stop)
 
 
@@ -216,7 +230,7 @@ def _refused(error: BaseException) -> bool:
 
 
 async def stream_leader(cluster: NatsCluster, stream: str) -> str:
-    connection = await nats.connect(cluster.url(CHECKS))
+    connection = await nats.connect(cluster.admin_url(CHECKS))
     try:
         return (await stream_info(connection.jetstream(), stream)).cluster.leader
     finally:
@@ -225,7 +239,7 @@ async def stream_leader(cluster: NatsCluster, stream: str) -> str:
 
 async def lead_from(cluster: NatsCluster, stream: str, n: int, attempts: int = 10) -> bool:
     """Ask the stream's leader to step down until server `n` leads it (elections are random)."""
-    connection = await nats.connect(cluster.url(CHECKS))
+    connection = await nats.connect(cluster.admin_url(CHECKS))
     try:
         js = connection.jetstream()
         for _ in range(attempts):
@@ -244,9 +258,9 @@ async def lead_from(cluster: NatsCluster, stream: str, n: int, attempts: int = 1
 
 @pytest.mark.slow
 async def test_losing_a_nats_server_and_a_replica_of_each_service_loses_and_duplicates_nothing(cluster_stack):
-    cluster, stack, replicas = cluster_stack
+    cluster, stack, replicas, checks = cluster_stack
     settings = stack.settings
-    connection = await nats.connect(cluster.url(CHECKS))
+    connection = await connect_nats(checks)  # as the operator, who provisions
     try:
         js = connection.jetstream()
         # A migrate that names no replica count keeps the stream's three.
@@ -269,7 +283,6 @@ async def test_losing_a_nats_server_and_a_replica_of_each_service_loses_and_dupl
     case_ids = await work
     elapsed = time.monotonic() - started
 
-    checks = settings.model_copy(update={"nats_url": cluster.url(CHECKS)})
     await wait_until_published(stack.db)
     await wait_until_projected(checks)
     events = await stream_events(checks)
