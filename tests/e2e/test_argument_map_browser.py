@@ -11,10 +11,12 @@ import os
 
 import pytest
 
+from services.cli.bench.search_corpus import Claim
+from services.cli.bench.search_fill import CLAIMS_PER_SOURCE, fill_case
 from services.cli.demo import DEMO_CASE_ID, load_demo
 from services.cli.demo_case import PENDING, PENDING_PREDICTION, RETIRED
 from tests.e2e.test_review_ui import DOCS, browser  # noqa: F401 - the module's Chromium fixture
-from tests.factories import agent_session, claim_item, relation_item, seed, verdict_claim
+from tests.factories import Agent, claim_item, relation_item, seed, unique, verdict_claim
 from tests.support import Stack, new_deployment, remove_deployment
 
 pytestmark = pytest.mark.browser
@@ -22,6 +24,8 @@ pytestmark = pytest.mark.browser
 WINDOW = {"width": 1400, "height": 1000}
 READABLE_PX = 12
 LARGE_CLAIMS = 10_000 if os.environ.get("THREADLINE_FULL") else 2000
+BULK = LARGE_CLAIMS - 1 - 3 - 6 - 6  # the large case's unrelated claims, and their sources (25 claims each)
+LARGE_SOURCES = 2 + -(-BULK // CLAIMS_PER_SOURCE)
 
 # Every text of the map as drawn: its rendered height, and for a node's text how far it runs past its box.
 MEASURE_TEXTS = """svg => Array.from(svg.querySelectorAll("text")).map(t => {
@@ -257,21 +261,6 @@ async def test_without_javascript_the_map_is_a_plain_scrollable_drawing_at_its_n
     await page.context.close()
 
 
-async def filled(agent, api, count: int, source: str) -> None:
-    """`count` claims citing `source`, staged four at a time and accepted at once, as `bench scale` fills a case."""
-    revision = await agent.revision()
-    for start in range(0, count, 4):
-        numbers = range(start, min(start + 4, count))
-        ids = [f"bulk-{i}" for i in numbers]
-        staged = await agent.ok("stage_claims", {"expectedCaseId": agent.case_id, "expectedRevision": revision,
-                                                 "claims": [claim_item(f"bulk-{i}", [source], text=bulk_text(i))
-                                                            for i in numbers]})
-        decided = await api.post(f"/api/v1/proposals/{staged['proposalId']}/decisions",
-                                 json={"accept": ids, "reject": [], "expectedRevision": revision})
-        assert decided.status_code == 200, decided.text
-        revision = decided.json()["revision"]
-
-
 def bulk_text(i: int) -> str:
     regions = ["Nordic", "Alpine", "Baltic", "Atlantic", "Continental", "Mediterranean", "Pannonian"]
     return (f"Survey {i}: {regions[i % 7]} households with heat pumps reported {20 + i % 37}% lower heating "
@@ -281,10 +270,18 @@ def bulk_text(i: int) -> str:
 @pytest.fixture(scope="module")
 async def large(demo):
     """A case of LARGE_CLAIMS claims: the verdict, three bases, two supporters of each base (two relations from
-    the verdict), one supporter of each of those (three relations away), and the rest unrelated."""
-    async with agent_session(demo) as agent, demo.api() as api:
+    the verdict), one supporter of each of those (three relations away), and the rest unrelated.
+
+    The unrelated ones are written as `bench search` fills a case (the ledger's own bulk write, then the
+    projection's rebuild of the case's views); the neighbourhood is staged and accepted over MCP and the API."""
+    case_id = unique("large")
+    await fill_case(demo.db, case_id, [Claim(f"bulk-{i}", bulk_text(i)) for i in range(BULK)])
+    name = unique("agent")
+    token = await demo.issue_token("agent", name, case_id=case_id)
+    async with demo.agent(token) as mcp:
+        agent = Agent(demo, case_id, token, name, mcp)
+        await agent.revision()
         sources = (await seed(agent, sources=2))["sources"]
-        await filled(agent, api, LARGE_CLAIMS - 1 - 3 - 6 - 6, sources[0])
         near = [f"near-{b}-{j}" for b in range(3) for j in range(2)]
         far = [f"far-{b}-{j}" for b in range(3) for j in range(2)]
         await agent.accepted("stage_claims", claims=[claim_item(f"base-{b}", [sources[1]]) for b in range(3)])
@@ -307,7 +304,8 @@ async def test_a_case_of_thousands_of_claims_opens_on_its_verdicts_neighbourhood
     assert graph["focus"] == {"claimIds": ["large-verdict"], "hops": 2, "reason": "verdict"}
     claims = {n["id"] for n in graph["nodes"] if n["kind"] != "source"}
     assert claims == {"large-verdict", "base-0", "base-1", "base-2", *large["near"]}
-    assert graph["cut"]["nodesTotal"] == LARGE_CLAIMS + 2 and graph["cut"]["nodesOmitted"] == LARGE_CLAIMS + 2 - 11
+    total = LARGE_CLAIMS + LARGE_SOURCES
+    assert graph["cut"]["nodesTotal"] == total and graph["cut"]["nodesOmitted"] == total - 11
     assert {n["id"]: n["relationsOmitted"] for n in graph["nodes"] if n["id"] in large["near"]} == dict.fromkeys(
         large["near"], 1)  # each near claim's far supporter is left out, and said to be
 
@@ -319,7 +317,7 @@ async def test_a_case_of_thousands_of_claims_opens_on_its_verdicts_neighbourhood
     small = [t for t in await measured(page) if t["height"] < READABLE_PX]
     assert not small, small
     assert "opens on the verdict large-verdict" in await page.locator("#map-focus").inner_text()
-    assert f"of {LARGE_CLAIMS + 2} records" in await page.locator("#map-cut").inner_text()
+    assert f"of {total} records" in await page.locator("#map-cut").inner_text()
     assert await svg.locator("text.nmore").count() == 6  # "+1 relation not drawn" on each near claim
 
     # Elsewhere in the case: a claim found by its id opens its own focus view.
