@@ -41,11 +41,15 @@ def keys(items: Sequence[tuple[str, str, dict[str, Any]]]) -> tuple[list[str], l
 def flagged(claim_ids: list[str], similar: list[list[Any]], source_ids: list[str], same_urls: list[list[Any]],
             *, own_proposal: str | None = None) -> list[dict[str, Any]]:
     """possibleDuplicates: [{itemId, of: {kind, id, status, proposalId?}, similarity}], most similar first per
-    item, bounded; `own_proposal`'s pending items left out (a replayed call must not flag itself)."""
+    item, bounded; `own_proposal`'s pending items left out (a replayed call must not flag itself). A record
+    is named once per item: a claim id pending in several proposals (an agent that staged it again) is flagged
+    with the first of them."""
     found: list[dict[str, Any]] = []
+    named: set[tuple[str, str]] = set()
     for i, record_id, status, proposal_id, similarity in similar:
-        if own_proposal and proposal_id == own_proposal:
+        if (own_proposal and proposal_id == own_proposal) or (claim_ids[i - 1], record_id) in named:
             continue
+        named.add((claim_ids[i - 1], record_id))
         of = {"kind": "claim", "id": record_id, "status": status, **({"proposalId": proposal_id} if proposal_id else {})}
         found.append({"itemId": claim_ids[i - 1], "of": of, "similarity": round(float(similarity), 3)})
     for i, record_id in same_urls:

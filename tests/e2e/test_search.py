@@ -104,3 +104,23 @@ async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack
             later = (await api.get(f"/api/v1/proposals/{third['proposalId']}")).json()
         statuses = {f["of"]["id"]: f["of"]["status"] for f in later["items"][0]["possibleDuplicates"]}
         assert statuses == {"c-original": "canonical", "c-restated": "rejected"}
+
+
+async def test_a_claim_id_pending_in_two_proposals_is_flagged_once_and_staging_stores(stack):
+    """An agent that stages one claim id twice (say, after a stale answer) leaves it pending in two proposals;
+    a later restatement names it once, and is stored (it once failed the write's primary key)."""
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1)
+        text = "Borealis Grid connected 340 MW of offshore wind to the Baltic interconnector in 2023."
+        first = await agent.stage("stage_claims", claims=[claim_item("c-twice", made["sources"], text=text)])
+        second = await agent.stage("stage_claims", claims=[claim_item("c-twice", made["sources"], text=text + " ")])
+        assert first["proposalId"] != second["proposalId"]
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        later = await agent.stage("stage_claims", claims=[claim_item("c-later", made["sources"], text=text.upper())])
+        assert later["status"] == "pending", later
+        named = [(f["itemId"], f["of"]["id"]) for f in later["possibleDuplicates"]]
+        assert named == [("c-later", "c-twice")]
+        async with stack.api("reviewer") as api:
+            shown = (await api.get(f"/api/v1/proposals/{later['proposalId']}")).json()
+        assert [f["of"]["id"] for f in shown["items"][0]["possibleDuplicates"]] == ["c-twice"]
