@@ -9,11 +9,11 @@ import os
 import secrets
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import asyncpg
@@ -29,12 +29,15 @@ from services.gateway.auth import TokenStore
 from services.registry import app_module
 from shared.bootstrap import prepare
 from shared.db.session import Database
+from shared.errors import Unavailable
 from shared.messaging import ServiceClient, create_broker
 from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, nats_options, user_url
 from shared.service import run_service
 from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Subjects
 from tests.auth_nats import AuthNats, claim
+
+T = TypeVar("T")
 
 # Where the tests look for the machine's PostgreSQL; point them at an unused port to force an embedded one.
 # NATS is always the worker's own, with `up`'s users and permissions (tests/auth_nats.py).
@@ -294,3 +297,17 @@ class Stack:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token or self.tokens['agent']}"}, timeout=30)
         async with http, Client(streamable_http_client(f"{self.http_url}/mcp", http_client=http)) as client:
             yield client
+
+
+async def repeating(attempt: Callable[[], Awaitable[T]], *, seconds: float = 120.0) -> T:
+    """`attempt()` again while it is answered `unavailable`, as the answer tells a client to: the call may have
+    been applied and a repeat is harmless (it comes back `replayed`). For tests whose own load starves the machine
+    they share (a call that waited out the 10 s request timeout), never for a test of an outage's answer."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        try:
+            return await attempt()
+        except Unavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)

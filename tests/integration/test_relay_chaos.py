@@ -16,7 +16,7 @@ from shared.subjects import BACKEND_SERVICES, Command, Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import source_item
 from tests.processes import ServiceProcesses
-from tests.support import Stack, new_deployment, remove_deployment
+from tests.support import Stack, new_deployment, remove_deployment, repeating
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 # The size (500 decisions over 20 cases) runs in `make test`; THREADLINE_FULL=1 runs four times as many.
@@ -64,8 +64,9 @@ async def make_decisions(stack: Stack) -> int:
         await store.assign(agent["name"], case_id)
         proposals = []  # the commands carry the case the gateway knows the agent discovered
         for k in range(DECISIONS_PER_CASE):
-            staged = await stack.client.call(Command.STAGE_SOURCES, {"actor": agent, "discoveredCaseId": case_id, "args": {
-                "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}})
+            staged = await repeating(lambda k=k: stack.client.call(Command.STAGE_SOURCES, {
+                "actor": agent, "discoveredCaseId": case_id, "args": {
+                    "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}}))
             proposals.append((staged["proposalId"], f"s{k}"))
         deciding = True
 
@@ -73,14 +74,16 @@ async def make_decisions(stack: Stack) -> int:
             # Focus events race the decisions: each must still land in revision order.
             focus = ["unresolved", "all"]
             while deciding:
-                await stack.client.call(Command.SET_FOCUS, {"actor": agent, "discoveredCaseId": case_id, "args": {
-                    "expectedCaseId": case_id, "focus": focus[0]}})
+                await repeating(lambda f=focus[0]: stack.client.call(Command.SET_FOCUS, {
+                    "actor": agent, "discoveredCaseId": case_id, "args": {"expectedCaseId": case_id, "focus": f}}))
                 focus.reverse()
 
         toggler = asyncio.create_task(toggle_focus())
         for revision, (proposal_id, item) in enumerate(proposals):
-            await stack.client.call(Command.DECIDE, {"actor": reviewer, "proposalId": proposal_id, "accept": [item],
-                                                     "expectedRevision": revision})
+            # The focus togglers keep the machine busy: a decision that waited out the request timeout is
+            # repeated, as its answer says to (the repeat comes back replayed).
+            await repeating(lambda p=proposal_id, i=item, r=revision: stack.client.call(
+                Command.DECIDE, {"actor": reviewer, "proposalId": p, "accept": [i], "expectedRevision": r}))
         deciding = False
         await toggler
 
