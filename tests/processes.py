@@ -29,13 +29,15 @@ class ServiceProcesses:
         self.processes.append(process)
         return process
 
-    async def started(self, logged: str, timeout: float = 30) -> subprocess.Popen:
+    # A process's start (imports, connections, its consumer) takes 2-3 s on a quiet machine and has taken over
+    # 30 s on one whose cores other runs keep busy: a bound for a hang, not a timing.
+    async def started(self, logged: str, timeout: float = 90) -> subprocess.Popen:
         """Start one and return it once its log says `logged`."""
         process = self.start()
         await self.logs(process, logged, timeout)
         return process
 
-    async def logs(self, process: subprocess.Popen, logged: str, timeout: float = 30) -> None:
+    async def logs(self, process: subprocess.Popen, logged: str, timeout: float = 90) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while logged not in self.log_of(process):
