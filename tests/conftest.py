@@ -41,6 +41,14 @@ def pytest_configure(config) -> None:  # noqa: ANN001
         config._threadline_basetemp = config.option.basetemp
 
 
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
+    """The files that hold a `slow` test first, each file's tests in their order. pytest-xdist hands out whole files
+    (`--dist loadfile`) in collection order; a long file handed out last keeps one worker busy alone at the end
+    (it once made the last 5% of the tests take a third of the run)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_unconfigure(config) -> None:  # noqa: ANN001
     made = getattr(config, "_threadline_basetemp", None)
     if made:

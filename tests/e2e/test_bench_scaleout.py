@@ -64,6 +64,7 @@ def _cgroups_writable() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _cgroups_writable(), reason="needs writable cgroup v1 cpu groups (root)")
 def test_ctrl_c_stops_every_process_and_removes_every_cgroup():
     # The run's own temporary folder (another bench beside it makes its own), short enough for the embedded

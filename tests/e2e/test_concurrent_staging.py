@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 
+import pytest
 from sqlalchemy import select, update
 
 from shared.db.queries import lock_case_exclusive
@@ -16,6 +17,7 @@ AGENTS = 64  # as many concurrent agents as `threadline bench stage` runs
 CALLS_PER_AGENT = 3 if not os.environ.get("THREADLINE_FULL") else 10
 
 
+@pytest.mark.slow
 async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
     async with agent_session(stack) as owner:
         source = (await seed(owner, sources=1))["sources"][0]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from tests.support import Stack, new_deployment, remove_deployment
 
@@ -34,6 +35,7 @@ async def test_every_operation_has_a_bearer_scheme_a_response_model_and_the_docu
         assert success["content"]["application/json"]["schema"] != {}, where  # a model, not `Any`
 
 
+@pytest.mark.slow
 async def test_schemathesis_finds_no_undocumented_answer_and_no_server_error(servers, tmp_path):
     # A deployment of its own: the run creates cases, tokens and assignments no other test should meet.
     settings = await new_deployment(servers)

@@ -55,6 +55,7 @@ def cases(url: str, token: str) -> dict[str, int]:
     return {c["caseId"]: c["revision"] for c in answer.json()["cases"]}
 
 
+@pytest.mark.slow
 def test_the_readme_subscriber_and_backup_steps_work_as_written(tmp_path):
     lines = steps()
     assert [i for i, line in enumerate(lines) if line.startswith("# stop")], "the section stops `up` somewhere"

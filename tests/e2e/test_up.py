@@ -344,6 +344,7 @@ def gone_within(data_dir, seconds: float) -> list[psutil.Process]:
     return alive
 
 
+@pytest.mark.slow
 def test_killing_up_outright_or_closing_its_terminal_leaves_no_process(tmp_path):
     killed = start_system(tmp_path / "killed")
     assert len(killed.processes()) >= 7

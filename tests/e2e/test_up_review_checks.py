@@ -4,12 +4,14 @@ check is turned off by configuration, a reviewer resolves the prediction, and th
 from __future__ import annotations
 
 import httpx2
+import pytest
 
 from services.cli.demo import DEMO_CASE_ID
 from services.cli.demo_case import PENDING_PREDICTION
 from tests.e2e.system import start_system
 
 
+@pytest.mark.slow
 def test_checks_resolutions_and_records_through_threadline_up(tmp_path):
     system = start_system(tmp_path / "data", demo=True,
                           env={"THREADLINE_REVIEW_CHECKS_DISABLED": "confidence-beyond-sources"})

@@ -342,6 +342,7 @@ async def kept_equals_rebuilt(ledger: tuple[Database, Origin], steps: list[tuple
     return kept["workspace"]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(steps=st.lists(operation, min_size=20, max_size=32))
 async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_ledger(ledger, steps):

@@ -83,6 +83,7 @@ async def test_a_webhooks_service_killed_mid_delivery_loses_no_event_and_keeps_t
         services.stop_all()
 
 
+@pytest.mark.slow
 async def test_two_webhooks_services_share_the_work_without_sending_an_event_twice(outside):
     stack, logs = outside
     services = WebhookProcesses(stack, logs, THREADLINE_WEBHOOK_CONCURRENCY="1")
