@@ -50,8 +50,8 @@ async def relay_stack(servers):
     await remove_deployment(servers, settings)
 
 
-async def make_decisions(stack: Stack) -> int:
-    """CASES cases, each with DECISIONS_PER_CASE accepted proposals (one revision each)."""
+async def make_decisions(stack: Stack, cases: int = CASES, per_case: int = DECISIONS_PER_CASE) -> int:
+    """`cases` cases, each with `per_case` accepted proposals (one revision each)."""
     operator = Actor(name="operator", role="admin").dump()
     reviewer = Actor(name="reviewer", role="reviewer").dump()
     store = TokenStore(stack.db)
@@ -63,7 +63,7 @@ async def make_decisions(stack: Stack) -> int:
         agent = {"name": f"agent-{n}", "role": "agent"}
         await store.assign(agent["name"], case_id)
         proposals = []  # the commands carry the case the gateway knows the agent discovered
-        for k in range(DECISIONS_PER_CASE):
+        for k in range(per_case):
             staged = await repeating(lambda k=k: stack.client.call(Command.STAGE_SOURCES, {
                 "actor": agent, "discoveredCaseId": case_id, "args": {
                     "expectedCaseId": case_id, "expectedRevision": 0, "sources": [source_item(f"s{k}")]}}))
@@ -87,8 +87,8 @@ async def make_decisions(stack: Stack) -> int:
         deciding = False
         await toggler
 
-    await asyncio.gather(*(one_case(n) for n in range(CASES)))
-    return CASES * DECISIONS_PER_CASE
+    await asyncio.gather(*(one_case(n) for n in range(cases)))
+    return cases * per_case
 
 
 def assert_exact_stream(events: list[dict], expected_cases: int, expected_revisions: int) -> None:

@@ -15,17 +15,14 @@ from services.relay.partitions import LEGACY_LEADER_LOCK, PARTITION_LOCK, SLOTS,
 from shared.db.migrate import upgrade
 from shared.db.session import asyncpg_dsn, create_engine
 from tests.events import stream_events, wait_until_published
-from tests.integration.test_relay_chaos import (
-    CASES,
-    DECISIONS_PER_CASE,
-    Relays,
-    assert_exact_stream,
-    make_decisions,
-)
+from tests.integration.test_relay_chaos import Relays, assert_exact_stream, make_decisions
 from tests.integration.test_relay_chaos import relay_stack as relay_stack  # noqa: F401 - the fixture
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 PARTITIONS = 4
+# Enough decisions for several kills of each relay (one every couple of seconds); test_relay_chaos.py runs the
+# issue's 500 against one relay.
+CASES, DECISIONS_PER_CASE = (40, 50) if FULL else (12, 20)
 KILL_EVERY_SECONDS = 1.5 if FULL else 2.0
 
 _LEADERS = ("SELECT l.pid, l.objid::bigint / $2 AS partitions, l.objid::bigint % $2 AS partition FROM pg_locks l "
@@ -55,7 +52,7 @@ async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing
     env = {"THREADLINE_RELAY_PARTITIONS": str(PARTITIONS)}
     running = [relays.start(**env), relays.start(**env)]
     watcher = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
-    work = asyncio.create_task(make_decisions(relay_stack))
+    work = asyncio.create_task(make_decisions(relay_stack, CASES, DECISIONS_PER_CASE))
     shared_seen = 0
     try:
         while not work.done():
