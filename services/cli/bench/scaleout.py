@@ -38,9 +38,12 @@ from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
 from services.relay.partitions import partition_of
+from shared.errors import Unavailable
 
 DECIDING = ("relay", "projection")
 DRAIN_SECONDS = 180.0
+SETUP_SECONDS = 120.0
+FIRST_READS = 8  # agents reading their first workspace at once (a 0.04-core projection answers ~4 a second)
 LEDGER_CHANGED = "threadline.ledger.changed"
 COUNTS_SQL = ("SELECT now() AS at, (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL) AS published, "
               "(SELECT count(*) FROM outbox WHERE published_at IS NULL) AS unpublished, "
@@ -110,6 +113,7 @@ class ScaleoutBench:
         reviewers = []
         if point.service in DECIDING:
             reviewers = [(case.case_id, await bench.token("reviewer", f"{case.case_id}-reviewer")) for case in cases]
+        await until_projected(bench)
         return tokens, reviewers
 
     async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
@@ -119,7 +123,7 @@ class ScaleoutBench:
             return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
 
         load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, seconds or self.plan.seconds, "stage_claims",
-                    arguments)
+                    arguments, first_reads=FIRST_READS)
         done = asyncio.Event()
         deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
         try:
@@ -185,6 +189,17 @@ async def counts(bench: System) -> dict[str, Any]:
         raw = await connection.get_raw_connection()
         row = await raw.driver_connection.fetchrow(COUNTS_SQL, LEDGER_CHANGED)  # type: ignore[union-attr]
     return dict(row)
+
+
+async def until_projected(bench: System) -> None:
+    """Until the projection has applied every ledger change so far (the cases the setup made), so that the agents'
+    first reads find their cases' views built, as they would in a deployment whose cases exist before its agents."""
+    deadline = asyncio.get_running_loop().time() + SETUP_SECONDS
+    while (now := await counts(bench))["unpublished"] or now["projected"] < now["changes"]:
+        if asyncio.get_running_loop().time() > deadline:
+            raise Unavailable(f"the projection had applied {now['projected']} of the setup's {now['changes']} ledger "
+                              f"changes ({now['unpublished']} events unpublished) after {SETUP_SECONDS:.0f} s")
+        await asyncio.sleep(0.25)
 
 
 def spread(run_id: str, cases: int, partitions: int) -> list[str]:
