@@ -24,6 +24,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +118,14 @@ class ScaleoutBench:
         return tokens, reviewers
 
     async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
-                    seconds: float | None = None) -> Run:
+                    seconds: float | None = None, on_start: Callable[[], Any] | None = None) -> Run:
         def arguments(n: int, k: int, workspace: dict[str, Any]) -> dict[str, Any]:
             case_id = workspace["caseId"]
             return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
 
         load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, seconds or self.plan.seconds, "stage_claims",
                     arguments, first_reads=FIRST_READS)
+        load.on_start = on_start
         done = asyncio.Event()
         deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
         try:
@@ -134,11 +136,17 @@ class ScaleoutBench:
 
     async def _calls(self, bench: System, system: ConfinedSystem, tokens: list[str],
                      reviewers: list[tuple[str, str]]) -> dict[str, Any]:
-        start = await counts(bench)
-        usage = self._usage()
-        run = await self._load(bench, tokens, reviewers, "calls")
-        shares = self._shares(usage)
+        # Measured from when the clock starts (every agent connected and past its first read) to its end.
+        began: dict[str, Any] = {}
+
+        def clock_started() -> None:
+            began["usage"] = self._usage()
+            began["counts"] = asyncio.get_running_loop().create_task(counts(bench))
+
+        run = await self._load(bench, tokens, reviewers, "calls", on_start=clock_started)
+        shares = self._shares(began["usage"])
         end = await counts(bench)
+        start = await began["counts"]
         seconds = (end["at"] - start["at"]).total_seconds()
         summary = run.summary()
         return {"callsPerSecond": summary["callsPerSecond"], "p99Ms": summary["p99Ms"], "calls": summary["calls"],
