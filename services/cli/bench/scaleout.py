@@ -44,6 +44,7 @@ from shared.errors import Unavailable
 DECIDING = ("relay", "projection")
 DRAIN_SECONDS = 180.0
 SETUP_SECONDS = 120.0
+HEALTH_TRIES = 6  # a gateway under its quota on a busy machine may miss a 5 s health check
 FIRST_READS = 8  # agents reading their first workspace at once (a 0.04-core projection answers ~4 a second)
 LEDGER_CHANGED = "threadline.ledger.changed"
 COUNTS_SQL = ("SELECT now() AS at, (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL) AS published, "
@@ -87,7 +88,7 @@ class ScaleoutBench:
         measured: dict[str, Any]
         try:
             await system.start()
-            async with System.connect(system.settings) as bench:
+            async with System.connect(system.settings, attempts=HEALTH_TRIES) as bench:
                 tokens, reviewers = await self._setup(bench, point)
                 self.progress.update(task, status=f"{self.plan.agents} agents staging for {self.plan.seconds:g} s")
                 measured = await self._calls(bench, system, tokens, reviewers)
