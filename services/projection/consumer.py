@@ -3,8 +3,8 @@
 It is given only the events the read models need (the consumer's subject filter): `ledger.changed`, and the
 proposals staged and decided, for the search index. Explicit acks: an event is acknowledged only after its
 effect committed; a failure naks it for redelivery, with a growing delay; a message that is not a usable
-event is terminated, not retried. The events of one fetch are applied in one transaction, so a busy stream
-costs a round of statements per batch rather than per event; when that fails, each is tried on its own.
+event is terminated, not retried. The events of one fetch are applied a transaction per case, so a busy stream
+costs a round of statements per case and batch rather than per event; when that fails, each is tried on its own.
 Applying is idempotent (the inbox records each event id, and a view skips revisions it already shows), so a
 redelivered or replayed event changes nothing twice. It pulls through shared/durable.py.
 """
@@ -69,8 +69,8 @@ async def _observe_lag(subscription: Any) -> None:
 
 
 async def _apply_batch(ctx: ServiceContext, messages: list[Any]) -> None:
-    """A fetch's events in one transaction; when that fails, each again on its own, so that only the one that
-    cannot apply waits for redelivery."""
+    """A fetch's events, a transaction per case; when that fails, each again on its own (those applied already
+    are acknowledged), so that only the one that cannot apply waits for redelivery."""
     usable: list[tuple[Any, dict[str, Any]]] = []
     for message in messages:
         envelope = _usable(message.data)

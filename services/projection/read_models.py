@@ -32,12 +32,24 @@ async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: Projection
 
 
 async def apply_events(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork) -> set[str]:
-    """Apply events (each with its stream sequence) in stream order, in one transaction, each exactly once;
-    the ids of those applied now (the others were applied before).
+    """Apply events (each with its stream sequence), each exactly once; the ids of those applied now (the
+    others were applied before).
 
-    Every case the batch touches is held first, in case id order. The pending items of the proposals staged
-    go into the search index together, at the end: they are read from the proposals as they stand, so where
-    in the batch that happens changes nothing."""
+    Each case's events go in one transaction, in stream order, holding that case's view only: replicas with
+    batches of the same cases then take turns case by case rather than batch by batch. The pending items of
+    the proposals staged go into the search index together, at the end of their case's transaction: they are
+    read from the proposals as they stand, so where in the batch that happens changes nothing."""
+    by_case: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
+    for envelope, stream_seq in batch:
+        case_id = envelope["data"].get("caseId") if envelope["type"] in _OF_A_CASE else None
+        by_case.setdefault(case_id, []).append((envelope, stream_seq))
+    applied: set[str] = set()
+    for events in by_case.values():
+        applied |= await _apply_together(events, uow)
+    return applied
+
+
+async def _apply_together(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork) -> set[str]:
     async with uow:
         applied = await uow.reads.record_all_applied([(e["id"], e["type"], seq) for e, seq in batch])
         fresh = list({e["id"]: e for e, _ in batch if e["id"] in applied}.values())
