@@ -3,8 +3,9 @@
 It is given only the events the read models need (the consumer's subject filter): `ledger.changed`, and the
 proposals staged and decided, for the search index. Explicit acks: an event is acknowledged only after its
 effect committed; a failure naks it for redelivery, with a growing delay; a message that is not a usable
-event is terminated, not retried. The events of one fetch are applied a transaction per case, so a busy stream
-costs a round of statements per case and batch rather than per event; when that fails, each is tried on its own.
+event is terminated, not retried. The proposals staged in one fetch are indexed in one transaction, and each
+case's other events of the fetch in one of their own (read_models.apply_events), so a busy stream costs a
+round of statements per batch and case rather than per event; when that fails, each is tried on its own.
 Applying is idempotent (the inbox records each event id, and a view skips revisions it already shows), so a
 redelivered or replayed event changes nothing twice. It pulls through shared/durable.py.
 """
@@ -69,7 +70,7 @@ async def _observe_lag(subscription: Any) -> None:
 
 
 async def _apply_batch(ctx: ServiceContext, messages: list[Any]) -> None:
-    """A fetch's events, a transaction per case; when that fails, each again on its own (those applied already
+    """A fetch's events (read_models.apply_events); when that fails, each again on its own (those applied already
     are acknowledged), so that only the one that cannot apply waits for redelivery."""
     usable: list[tuple[Any, dict[str, Any]]] = []
     for message in messages:

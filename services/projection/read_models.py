@@ -35,16 +35,20 @@ async def apply_events(batch: Sequence[tuple[dict[str, Any], int]], uow: Project
     """Apply events (each with its stream sequence), each exactly once; the ids of those applied now (the
     others were applied before).
 
-    Each case's events go in one transaction, in stream order, holding that case's view only: replicas with
-    batches of the same cases then take turns case by case rather than batch by batch. The pending items of
-    the proposals staged go into the search index together, at the end of their case's transaction: they are
-    read from the proposals as they stand, so where in the batch that happens changes nothing."""
-    by_case: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
+    The proposals staged, of whatever cases, go into the search index in one transaction: their pending items
+    are read from the proposals as they stand, so whether that happens before or after their cases' other
+    events changes nothing. Each case's other events go in a transaction of their own, in stream order,
+    holding that case's view only: replicas with batches of the same cases take turns case by case rather
+    than batch by batch."""
+    together: dict[tuple[str, str | None], list[tuple[dict[str, Any], int]]] = {}
     for envelope, stream_seq in batch:
-        case_id = envelope["data"].get("caseId") if envelope["type"] in _OF_A_CASE else None
-        by_case.setdefault(case_id, []).append((envelope, stream_seq))
+        if envelope["type"] == EventType.PROPOSAL_STAGED.value:
+            key: tuple[str, str | None] = ("staged", None)
+        else:
+            key = ("case", envelope["data"].get("caseId") if envelope["type"] in _OF_A_CASE else None)
+        together.setdefault(key, []).append((envelope, stream_seq))
     applied: set[str] = set()
-    for events in by_case.values():
+    for events in together.values():
         applied |= await _apply_together(events, uow)
     return applied
 
