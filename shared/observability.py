@@ -108,6 +108,21 @@ def message_span(subject: str, action: str, headers: dict[str, str], **attribute
         yield
 
 
+@contextmanager
+def batch_span(name: str, carriers: list[dict[str, str]], **attributes: Any) -> Iterator[None]:
+    """One span for messages handled together (a consumer's batch in one transaction), linked to the trace
+    each message's `traceparent` continues; nothing when tracing is off."""
+    if not tracing_enabled():
+        yield
+        return
+    links = [trace.Link(c) for c in (trace.get_current_span(propagate.extract(h)).get_span_context()
+                                     for h in carriers) if c.is_valid]
+    with _tracer.start_as_current_span(name, kind=trace.SpanKind.CONSUMER, links=links,
+                                       attributes={"messaging.system": "nats", "messaging.operation": "process",
+                                                   "messaging.batch.message_count": len(carriers), **attributes}):
+        yield
+
+
 def current_traceparent() -> str | None:
     """The W3C `traceparent` of the span in progress, when one is (tracing on)."""
     carrier: dict[str, str] = {}

@@ -11,7 +11,7 @@ row only, never the case lock decisions take.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,26 +23,53 @@ from shared.health import origin
 from shared.streams import PROJECTION_EVENTS
 
 APPLIED = PROJECTION_EVENTS  # the only events the projection's consumer is given (its subject filter)
+_OF_A_CASE = {event.value for event in APPLIED}  # each names its case: its view is held while it applies
 
 
 async def apply_event(envelope: dict[str, Any], stream_seq: int, uow: ProjectionUnitOfWork) -> bool:
     """Apply one change event to the read models, exactly once; False when it was applied before."""
+    return bool(await apply_events([(envelope, stream_seq)], uow))
+
+
+async def apply_events(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork) -> set[str]:
+    """Apply events (each with its stream sequence), each exactly once; the ids of those applied now (the
+    others were applied before).
+
+    The proposals staged, of whatever cases, go into the search index in one transaction: their pending items
+    are read from the proposals as they stand, so whether that happens before or after their cases' other
+    events changes nothing. Each case's other events go in a transaction of their own, in stream order,
+    holding that case's view only: replicas with batches of the same cases take turns case by case rather
+    than batch by batch."""
+    together: dict[tuple[str, str | None], list[tuple[dict[str, Any], int]]] = {}
+    for envelope, stream_seq in batch:
+        if envelope["type"] == EventType.PROPOSAL_STAGED.value:
+            key: tuple[str, str | None] = ("staged", None)
+        else:
+            key = ("case", envelope["data"].get("caseId") if envelope["type"] in _OF_A_CASE else None)
+        together.setdefault(key, []).append((envelope, stream_seq))
+    applied: set[str] = set()
+    for events in together.values():
+        applied |= await _apply_together(events, uow)
+    return applied
+
+
+async def _apply_together(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork) -> set[str]:
     async with uow:
-        if not await uow.reads.record_applied(envelope["id"], envelope["type"], stream_seq):
-            return False
-        if envelope["type"] == EventType.LEDGER_CHANGED.value:
+        applied = await uow.reads.record_all_applied([(e["id"], e["type"], seq) for e, seq in batch])
+        fresh = list({e["id"]: e for e, _ in batch if e["id"] in applied}.values())
+        await uow.views.lock_all(e["data"]["caseId"] for e in fresh if e["type"] in _OF_A_CASE)
+        staged: list[tuple[str, str]] = []
+        for envelope in fresh:
             data = envelope["data"]
-            await apply_revision(uow, data["caseId"], data["revision"], data["changes"])
-        elif envelope["type"] == EventType.PROPOSAL_STAGED.value:  # its pending items, for search
-            data = envelope["data"]
-            await uow.views.lock(data["caseId"])  # after (or before) a rebuild of the case, never during one
-            await uow.search.stage(data["caseId"], data["proposalId"])
-        elif envelope["type"] == EventType.PROPOSAL_DECIDED.value:
-            data = envelope["data"]
-            await uow.views.lock(data["caseId"])
-            await uow.search.decide(data["caseId"], data["proposalId"], [*data["accepted"], *data["rejected"]])
+            if envelope["type"] == EventType.LEDGER_CHANGED.value:
+                await apply_revision(uow, data["caseId"], data["revision"], data["changes"])
+            elif envelope["type"] == EventType.PROPOSAL_STAGED.value:  # its pending items, for search
+                staged.append((data["caseId"], data["proposalId"]))
+            elif envelope["type"] == EventType.PROPOSAL_DECIDED.value:
+                await uow.search.decide(data["caseId"], data["proposalId"], [*data["accepted"], *data["rejected"]])
+        await uow.search.stage_many(staged)
         await uow.commit()
-    return True
+    return applied
 
 
 async def apply_revision(uow: ProjectionUnitOfWork, case_id: str, revision: int, changes: dict[str, Any]) -> None:

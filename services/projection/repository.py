@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,7 +42,6 @@ from shared.db.tables import (
     relations,
     sources,
 )
-from shared.db.view_tables import projection_inbox
 from shared.events import Origin
 from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
@@ -49,6 +49,13 @@ from shared.uow import SqlUnitOfWork
 ACTIVE = "active"
 _noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
 
+
+_RECORD_APPLIED = """
+INSERT INTO projection_inbox (event_id, event_type, stream_seq)
+SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:types AS text[]), CAST(:seqs AS bigint[]))
+ON CONFLICT DO NOTHING
+RETURNING event_id::text
+"""
 
 class SqlReads(ClaimMarks):
     """The ledger, proposals and guidance as the read views need them, and the read models."""
@@ -401,13 +408,16 @@ class SqlReads(ClaimMarks):
 
     async def record_applied(self, event_id: str, event_type: str, stream_seq: int) -> bool:
         """Record an event as applied; False when it already was (a redelivery)."""
-        row = await self.connection.execute(
-            pg_insert(projection_inbox)
-            .values(event_id=event_id, event_type=event_type, stream_seq=stream_seq)
-            .on_conflict_do_nothing()
-            .returning(projection_inbox.c.event_id)
-        )
-        return row.scalar_one_or_none() is not None
+        return bool(await self.record_all_applied([(event_id, event_type, stream_seq)]))
+
+    async def record_all_applied(self, events: Sequence[tuple[str, str, int]]) -> set[str]:
+        """Record events (id, type, stream sequence) as applied, in one statement; the ids (as given) of
+        those not recorded before — the others are redeliveries."""
+        given = {str(uuid.UUID(event_id)): event_id for event_id, _, _ in events}  # as PostgreSQL spells it
+        rows = await self.connection.execute(text(_RECORD_APPLIED), {
+            "ids": [str(uuid.UUID(i)) for i, _, _ in events], "types": [t for _, t, _ in events],
+            "seqs": [s for _, _, s in events]})
+        return {given[event_id] for event_id in rows.scalars()}
 
     async def case_ids(self) -> list[str]:
         return list((await self.connection.execute(select(cases.c.case_id).order_by(cases.c.case_id))).scalars())

@@ -61,9 +61,9 @@ ON CONFLICT (case_id, word) DO UPDATE SET n = search_words.n + excluded.n
 _ADD = """
 WITH added AS (
   INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, dup_key)
-  SELECT :case_id, * FROM unnest(CAST(:kinds AS text[]), CAST(:ids AS text[]), CAST(:proposals AS text[]),
-                                 CAST(:statuses AS text[]), CAST(:headlines AS text[]), CAST(:bodies AS text[]),
-                                 CAST(:dup_keys AS text[]))
+  SELECT * FROM unnest(CAST(:case_ids AS text[]), CAST(:kinds AS text[]), CAST(:ids AS text[]),
+                       CAST(:proposals AS text[]), CAST(:statuses AS text[]), CAST(:headlines AS text[]),
+                       CAST(:bodies AS text[]), CAST(:dup_keys AS text[]))
   ON CONFLICT DO NOTHING
   RETURNING case_id, tsv)
 """ + _MOVE_WORDS.format(sign=1, rows="added")
@@ -97,12 +97,15 @@ SELECT 'group', status, jsonb_build_object('groupId', group_id, 'label', label, 
 FROM merge_groups WHERE case_id = :case_id
 """
 _PENDING_ITEMS = """
-SELECT p.proposal_id::text, p.kind, i.payload FROM proposals p JOIN proposal_items i USING (proposal_id)
-WHERE p.case_id = :case_id {one}
+SELECT p.case_id, p.proposal_id::text, p.kind, i.payload FROM proposals p JOIN proposal_items i USING (proposal_id)
+WHERE {which}
   AND NOT EXISTS (SELECT 1 FROM closed_proposals c WHERE c.proposal_id = p.proposal_id)
   AND NOT EXISTS (SELECT 1 FROM item_decisions d WHERE d.proposal_id = i.proposal_id AND d.item_id = i.item_id)
 ORDER BY p.proposal_id, i.position
 """
+_OF_CASE = "p.case_id = :case_id"
+_OF_PROPOSALS = ("(p.case_id, p.proposal_id) IN (SELECT * FROM unnest(CAST(:case_ids AS text[]), "
+                 "CAST(:proposal_ids AS uuid[])))")
 
 
 class SqlSearchIndex:
@@ -110,13 +113,17 @@ class SqlSearchIndex:
         self.connection = connection
 
     async def add(self, case_id: str, rows: Sequence[IndexRow]) -> None:
+        await self.add_to_cases([(case_id, row) for row in rows])
+
+    async def add_to_cases(self, rows: Sequence[tuple[str, IndexRow]]) -> None:
+        """Rows of any number of cases, each with its case id: one statement per chunk, whatever the cases."""
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start:start + _CHUNK]
             await self.connection.execute(text(_ADD), {
-                "case_id": case_id, "kinds": [r.kind for r in chunk], "ids": [r.record_id for r in chunk],
-                "proposals": [r.proposal_id for r in chunk], "statuses": [r.status for r in chunk],
-                "headlines": [r.headline for r in chunk], "bodies": [r.body for r in chunk],
-                "dup_keys": [r.dup_key for r in chunk]})
+                "case_ids": [c for c, _ in chunk], "kinds": [r.kind for _, r in chunk],
+                "ids": [r.record_id for _, r in chunk], "proposals": [r.proposal_id for _, r in chunk],
+                "statuses": [r.status for _, r in chunk], "headlines": [r.headline for _, r in chunk],
+                "bodies": [r.body for _, r in chunk], "dup_keys": [r.dup_key for _, r in chunk]})
 
     async def drop(self, case_id: str, keys: Sequence[tuple[str, str, str]]) -> None:
         """Drop rows by (kind, record id, proposal id)."""
@@ -138,9 +145,17 @@ class SqlSearchIndex:
 
     async def stage(self, case_id: str, proposal_id: str) -> None:
         """A staged proposal: its items still undecided, as pending rows."""
-        result = await self.connection.execute(text(_PENDING_ITEMS.format(one="AND p.proposal_id = :proposal_id")),
-                                               {"case_id": case_id, "proposal_id": proposal_id})
-        await self.add(case_id, [r for p, kind, item in result for r in pending_rows(p, kind, [item])])
+        await self.stage_many([(case_id, proposal_id)])
+
+    async def stage_many(self, staged: Sequence[tuple[str, str]]) -> None:
+        """Staged proposals (case id, proposal id) of any cases: their undecided items read in one query
+        and added in one statement, so a batch of proposals costs about as many round trips as one."""
+        if not staged:
+            return
+        result = await self.connection.execute(text(_PENDING_ITEMS.format(which=_OF_PROPOSALS)), {
+            "case_ids": [c for c, _ in staged], "proposal_ids": [p for _, p in staged]})
+        await self.add_to_cases([(case_id, r) for case_id, p, kind, item in result
+                                 for r in pending_rows(p, kind, [item])])
 
     async def decide(self, case_id: str, proposal_id: str, item_ids: Iterable[str]) -> None:
         """A decision: its items are pending no more (accepted ones come as ledger records)."""
@@ -157,6 +172,6 @@ class SqlSearchIndex:
         ledger = await self.connection.execute(text(_LEDGER_RECORDS), {"case_id": case_id})
         rows = [IndexRow.of(kind, payload, CANONICAL if status == "active" else RETIRED)
                 for kind, status, payload in ledger]
-        pending = await self.connection.execute(text(_PENDING_ITEMS.format(one="")), {"case_id": case_id})
-        rows += [r for p, kind, item in pending for r in pending_rows(p, kind, [item])]
+        pending = await self.connection.execute(text(_PENDING_ITEMS.format(which=_OF_CASE)), {"case_id": case_id})
+        rows += [r for _, p, kind, item in pending for r in pending_rows(p, kind, [item])]
         await self.add(case_id, rows)

@@ -29,7 +29,7 @@ async def get_workspace(request: ToolRequest[GetWorkspaceArgs], uow: ProjectionU
     cursor = request.args.cursor if scope in PAGED else None
 
     async def case_of_agent() -> Any:
-        return await uow.reads.case_row(await _active_case(uow, request.actor.name))
+        return await _active_case(uow, request.actor.name)
 
     found = await _at_view(uow, case_of_agent, lambda case, state: _workspace(uow, scope, cursor, case, state,
                                                                               request.actor.name))
@@ -85,17 +85,18 @@ async def _workspace(uow: ProjectionUnitOfWork, scope: str, cursor: int | None, 
     return found
 
 
-async def _active_case(uow: ProjectionUnitOfWork, agent: str) -> str:
-    """The agent's assigned case, else the deployment's default, else the only case there is."""
+async def _active_case(uow: ProjectionUnitOfWork, agent: str) -> Any:
+    """The row of the agent's assigned case, else of the deployment's default, else of the only case there is."""
     case_id = await uow.reads.assigned_case(agent)
     case_id = case_id or uow.default_case or await uow.reads.only_case()
-    if case_id is None or await uow.reads.case_row(case_id) is None:
+    case = await uow.reads.case_row(case_id) if case_id is not None else None
+    if case is None:
         raise NoActiveCase(
             f"no case is assigned to agent {agent!r}",
             hint=f"ask an operator to assign one (PUT /api/v1/agents/{agent}/active-case or "
             "`threadline token create --case`), then call get_workspace again",
         )
-    return case_id
+    return case
 
 
 async def _proposals(uow: ProjectionUnitOfWork, case_id: str, agent: str) -> dict[str, Any]:

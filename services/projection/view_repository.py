@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -67,6 +67,11 @@ SOURCE_FIELDS = (sources.c.source_id, sources.c.publisher, sources.c.title, sour
                  func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"))
 
 
+_LOCK_ALL = """
+INSERT INTO case_views (case_id, revision) SELECT unnest(CAST(:case_ids AS text[])), CAST(:never AS bigint) ORDER BY 1
+ON CONFLICT DO NOTHING
+"""
+
 class SqlViews:
     """Rows of the case views. Writers hold the case's view row (`lock`), never a ledger lock."""
 
@@ -83,6 +88,16 @@ class SqlViews:
             select(case_views.c.revision, case_views.c.verdict_id).where(case_views.c.case_id == case_id)
             .with_for_update())).one()
         return ViewState(row.revision, row.verdict_id)
+
+    async def lock_all(self, case_ids: Iterable[str]) -> None:
+        """Hold several cases' views until commit, taken in case id order, so that two writers holding
+        several never wait on each other in a circle."""
+        ordered = sorted(set(case_ids))
+        if ordered:
+            await self.connection.execute(text(_LOCK_ALL), {"case_ids": ordered, "never": NEVER_BUILT})
+            await self.connection.execute(text(
+                "SELECT case_id FROM case_views WHERE case_id = ANY(CAST(:case_ids AS text[])) "
+                "ORDER BY case_id FOR UPDATE"), {"case_ids": ordered})
 
     async def state(self, case_id: str) -> ViewState | None:
         row = (await self.connection.execute(

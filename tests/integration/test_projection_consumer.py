@@ -109,3 +109,44 @@ async def test_the_projection_is_given_ledger_changes_and_proposals_for_search_o
             assert sorted(pending) == ["staged-0", "staged-1", "staged-2"]
         finally:
             await connection.close()
+
+
+SEARCH_ROWS = ("SELECT case_id, kind, record_id, proposal_id, status FROM search_records "
+               "WHERE case_id = ANY(:cases) ORDER BY 1, 2, 3, 4")
+WORDS = "SELECT case_id, word, n FROM search_words WHERE case_id = ANY(:cases) AND n <> 0 ORDER BY 1, 2"
+VIEWS = "SELECT case_id, revision FROM case_views WHERE case_id = ANY(:cases) ORDER BY 1"
+
+
+async def projected_state(stack, cases: list[str]) -> list[list]:
+    async with stack.db.engine.connect() as conn:
+        return [(await conn.execute(text(sql), {"cases": cases})).all() for sql in (SEARCH_ROWS, WORDS, VIEWS)]
+
+
+async def test_a_batch_of_events_of_several_cases_applies_as_the_events_one_by_one_and_only_once(stack):
+    async with agent_session(stack) as first, agent_session(stack) as second:
+        for n in range(2):
+            await first.stage("stage_sources", sources=[source_item(f"first-{n}")])
+            await second.stage("stage_sources", sources=[source_item(f"second-{n}")])
+        await second.accepted("stage_sources", sources=[source_item("second-accepted")])
+        await record_source(stack, first.case_id, "first-recorded")
+        cases = [first.case_id, second.case_id]
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        one_by_one = await projected_state(stack, cases)
+        assert len(one_by_one[0]) >= 6 and len(one_by_one[2]) == 2
+
+    batch = [(e, e["seq"]) for e in await stream_events(stack.settings)
+             if e["type"] in read_models.APPLIED and e["data"].get("caseId") in cases]
+    assert {e["type"] for e, _ in batch} == set(read_models.APPLIED)
+    async with stack.db.engine.begin() as conn:  # forget what the projection made of them
+        await conn.execute(text("DELETE FROM projection_inbox WHERE event_id = ANY(CAST(:ids AS uuid[]))"),
+                           {"ids": [e["id"] for e, _ in batch]})
+        for table in ("search_records", "search_words", "case_views"):
+            await conn.execute(text(f"DELETE FROM {table} WHERE case_id = ANY(:cases)"), {"cases": cases})
+
+    uow = SqlProjectionUnitOfWork(stack.db, Origin(Subjects(stack.settings.nats_prefix), "tests"))
+    applied = await read_models.apply_events(batch + batch[:2], uow)  # two of them delivered twice
+    assert applied == {e["id"] for e, _ in batch}
+    assert await projected_state(stack, cases) == one_by_one
+    assert await read_models.apply_events(batch, uow) == set()  # redelivered: nothing applies twice
+    assert await projected_state(stack, cases) == one_by_one

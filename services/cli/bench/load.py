@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +25,13 @@ class Load:
     """N agents: each connects, calls get_workspace once, then calls `tool` until the window closes.
 
     The clock starts when every agent is connected and has read its workspace, so connecting is not
-    measured; the window ends when the last call begun inside it returns.
+    measured; the window ends when the last call begun inside it returns. `first_reads`: at most this many
+    agents read their first workspace at once (agents that start together, as a fleet rolled out in waves
+    would); None: all at once.
     """
 
     def __init__(self, run: Run, url: str, tokens: list[str], seconds: float, tool: str,
-                 arguments: Arguments) -> None:
+                 arguments: Arguments, first_reads: int | None = None) -> None:
         self.run = run
         self.url = url
         self.tokens = tokens
@@ -39,6 +42,7 @@ class Load:
         self.go = asyncio.Event()
         self.ready = 0
         self.on_start: Callable[[], Any] | None = None  # called as the clock starts (CPU counters, say)
+        self.reading = asyncio.Semaphore(first_reads) if first_reads else contextlib.nullcontext()
 
     @property
     def elapsed(self) -> float:
@@ -65,11 +69,12 @@ class Load:
 
     async def _agent(self, n: int, token: str) -> None:
         async with mcp_agent(self.url, token) as client:
-            for attempt in range(READ_ATTEMPTS):  # a read changes nothing: retried as its `unavailable` hint says
-                workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
-                if error != "unavailable":
-                    break
-                await asyncio.sleep(0.5 * (attempt + 1))
+            async with self.reading:
+                for attempt in range(READ_ATTEMPTS):  # a read changes nothing: retried as its `unavailable` hint says
+                    workspace, error = tool_outcome(await client.call_tool("get_workspace", {}))
+                    if error != "unavailable":
+                        break
+                    await asyncio.sleep(0.5 * (attempt + 1))
             if error is not None:
                 raise RuntimeError(f"get_workspace was refused ({error}): {workspace}")
             self.ready += 1

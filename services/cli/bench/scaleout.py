@@ -24,6 +24,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,13 @@ from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
 from services.relay.partitions import partition_of
+from shared.errors import Unavailable
 
 DECIDING = ("relay", "projection")
 DRAIN_SECONDS = 180.0
+SETUP_SECONDS = 120.0
+HEALTH_TRIES = 6  # a gateway under its quota on a busy machine may miss a 5 s health check
+FIRST_READS = 8  # agents reading their first workspace at once (a 0.04-core projection answers ~4 a second)
 LEDGER_CHANGED = "threadline.ledger.changed"
 COUNTS_SQL = ("SELECT now() AS at, (SELECT count(*) FROM outbox WHERE published_at IS NOT NULL) AS published, "
               "(SELECT count(*) FROM outbox WHERE published_at IS NULL) AS unpublished, "
@@ -83,7 +88,7 @@ class ScaleoutBench:
         measured: dict[str, Any]
         try:
             await system.start()
-            async with System.connect(system.settings) as bench:
+            async with System.connect(system.settings, attempts=HEALTH_TRIES) as bench:
                 tokens, reviewers = await self._setup(bench, point)
                 self.progress.update(task, status=f"{self.plan.agents} agents staging for {self.plan.seconds:g} s")
                 measured = await self._calls(bench, system, tokens, reviewers)
@@ -110,16 +115,18 @@ class ScaleoutBench:
         reviewers = []
         if point.service in DECIDING:
             reviewers = [(case.case_id, await bench.token("reviewer", f"{case.case_id}-reviewer")) for case in cases]
+        await until_projected(bench)
         return tokens, reviewers
 
     async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
-                    seconds: float | None = None) -> Run:
+                    seconds: float | None = None, on_start: Callable[[], Any] | None = None) -> Run:
         def arguments(n: int, k: int, workspace: dict[str, Any]) -> dict[str, Any]:
             case_id = workspace["caseId"]
             return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
 
         load = Load(Run("threadline", len(tokens)), bench.mcp_url, tokens, seconds or self.plan.seconds, "stage_claims",
-                    arguments)
+                    arguments, first_reads=FIRST_READS)
+        load.on_start = on_start
         done = asyncio.Event()
         deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
         try:
@@ -130,11 +137,17 @@ class ScaleoutBench:
 
     async def _calls(self, bench: System, system: ConfinedSystem, tokens: list[str],
                      reviewers: list[tuple[str, str]]) -> dict[str, Any]:
-        start = await counts(bench)
-        usage = self._usage()
-        run = await self._load(bench, tokens, reviewers, "calls")
-        shares = self._shares(usage)
+        # Measured from when the clock starts (every agent connected and past its first read) to its end.
+        began: dict[str, Any] = {}
+
+        def clock_started() -> None:
+            began["usage"] = self._usage()
+            began["counts"] = asyncio.get_running_loop().create_task(counts(bench))
+
+        run = await self._load(bench, tokens, reviewers, "calls", on_start=clock_started)
+        shares = self._shares(began["usage"])
         end = await counts(bench)
+        start = await began["counts"]
         seconds = (end["at"] - start["at"]).total_seconds()
         summary = run.summary()
         return {"callsPerSecond": summary["callsPerSecond"], "p99Ms": summary["p99Ms"], "calls": summary["calls"],
@@ -185,6 +198,17 @@ async def counts(bench: System) -> dict[str, Any]:
         raw = await connection.get_raw_connection()
         row = await raw.driver_connection.fetchrow(COUNTS_SQL, LEDGER_CHANGED)  # type: ignore[union-attr]
     return dict(row)
+
+
+async def until_projected(bench: System) -> None:
+    """Until the projection has applied every ledger change so far (the cases the setup made), so that the agents'
+    first reads find their cases' views built, as they would in a deployment whose cases exist before its agents."""
+    deadline = asyncio.get_running_loop().time() + SETUP_SECONDS
+    while (now := await counts(bench))["unpublished"] or now["projected"] < now["changes"]:
+        if asyncio.get_running_loop().time() > deadline:
+            raise Unavailable(f"the projection had applied {now['projected']} of the setup's {now['changes']} ledger "
+                              f"changes ({now['unpublished']} events unpublished) after {SETUP_SECONDS:.0f} s")
+        await asyncio.sleep(0.25)
 
 
 def spread(run_id: str, cases: int, partitions: int) -> list[str]:

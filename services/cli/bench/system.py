@@ -4,6 +4,7 @@ What the agents send over MCP is in calls.py."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -81,9 +82,10 @@ class System:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, settings: Settings) -> AsyncIterator[System]:
+    async def connect(cls, settings: Settings, attempts: int = 1) -> AsyncIterator[System]:
+        """`attempts`: health checks to try (5 s each) before giving up: more for a system under CPU quotas."""
         http_url = (settings.url or settings.resolved_http_url()).rstrip("/")
-        await _check_gateway(http_url)
+        await _check_gateway(http_url, attempts)
         db = Database.from_url(settings.resolved_database_url(), pool_size=2, application_name="threadline-bench")
         system = cls(settings, http_url, db)
         try:
@@ -157,12 +159,18 @@ def _expect(response: httpx2.Response) -> dict[str, Any]:
     return response.json()
 
 
-async def _check_gateway(http_url: str) -> None:
-    try:
-        async with httpx2.AsyncClient(timeout=5) as http:
-            answer = await http.get(f"{http_url}/healthz")
-    except httpx2.HTTPError as error:
-        raise Unavailable(f"no Threadline gateway answers at {http_url} ({error.__class__.__name__})",
-                          hint="start `threadline up` (or point THREADLINE_URL / --data-dir at a running one)") from None
+async def _check_gateway(http_url: str, attempts: int = 1) -> None:
+    for attempt in range(1, attempts + 1):
+        try:
+            async with httpx2.AsyncClient(timeout=5) as http:
+                answer = await http.get(f"{http_url}/healthz")
+            break
+        except httpx2.HTTPError as error:
+            if attempt == attempts:
+                raise Unavailable(f"no Threadline gateway answers at {http_url} ({error.__class__.__name__}"
+                                  f"{f', {attempts} tries' if attempts > 1 else ''})",
+                                  hint="start `threadline up` (or point THREADLINE_URL / --data-dir at a running one)"
+                                  ) from None
+            await asyncio.sleep(1.0)
     if answer.status_code != 200:
         raise Unavailable(f"{http_url}/healthz answered {answer.status_code}", hint="is the system starting?")
