@@ -31,16 +31,17 @@ up: $(STAMP)
 
 # Test files run on TEST_WORKERS processes (pytest-xdist), each file's tests on one of them (their module
 # fixtures, such as a running `threadline up`, are made once); each worker has its own database, stream
-# and subject prefix. TEST_WORKERS=0 runs everything in one process.
+# and subject prefix. TEST_WORKERS=0 runs everything in one process. Files are handed out in collection
+# order, which puts those with a slow test first (tests/conftest.py), not by their number of tests.
 TEST_WORKERS ?= 2
 test: $(BENCH_STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 # The load and chaos tests at full size (`make test` runs their short versions).
 # One process by default: the full-size load and chaos runs are sized for the whole machine.
 FULL_TEST_WORKERS ?= 0
 test-full: $(BENCH_STAMP)
-	THREADLINE_FULL=1 $(BIN)/python -m pytest -n $(FULL_TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	THREADLINE_FULL=1 $(BIN)/python -m pytest -n $(FULL_TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/threadline migrate

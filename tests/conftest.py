@@ -43,8 +43,9 @@ def pytest_configure(config) -> None:  # noqa: ANN001
 
 def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
     """The files that hold a `slow` test first, each file's tests in their order. pytest-xdist hands out whole files
-    (`--dist loadfile`) in collection order; a long file handed out last keeps one worker busy alone at the end
-    (it once made the last 5% of the tests take a third of the run)."""
+    (`--dist loadfile`) in collection order when told not to sort them by their number of tests (the Makefile's
+    `--no-loadscope-reorder`); a long file handed out last keeps one worker busy alone at the end (it once made
+    the last 5% of the tests take a third of the run)."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)
 
