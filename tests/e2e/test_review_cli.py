@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy import select
+
+from shared.db.tables import proposals
 from tests.factories import (
     agent_session,
     claim_item,
@@ -88,11 +91,16 @@ async def test_the_cli_takes_a_unique_prefix_of_a_proposal_id_and_lists_the_cand
         assert json.loads(accepted.stdout)["accepted"] == ["prefix-0"]
 
         digit = next(d for d in "0123456789abcdef" if sum(i.startswith(d) for i in ids) > 1)
-        sharing = sorted(i for i in ids if i.startswith(digit))
+        # The deployment is the session's: other tests' proposals may start with the digit too. The refusal
+        # lists the first ten of all of them, in id order.
+        async with stack.db.engine.connect() as db:
+            every = sorted((await db.execute(select(proposals.c.proposal_id))).scalars())
+        sharing = [str(i) for i in every if str(i).startswith(digit)]
         ambiguous = await asyncio.to_thread(threadline, "show", digit, stack=stack)
         assert ambiguous.returncode == 1 and "invalid_argument" in ambiguous.stdout
         assert f"{digit!r} is the start of several proposal ids: " in ambiguous.stdout
         assert all(i in ambiguous.stdout for i in sharing[:10]) and "more of the id" in ambiguous.stdout
+        assert ("and more" in ambiguous.stdout) == (len(sharing) > 10)
         async with stack.api() as api:
             over_http = await api.get(f"/api/v1/proposals/{first[:8]}")
             assert over_http.status_code == 200 and over_http.json()["proposalId"] == first
