@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from services.cli.embedded import EmbeddedPostgres, free_port
-from services.gateway.app import create_app
+from services.gateway.app import create_app, server_config
 from services.gateway.auth import TokenStore
 from services.registry import app_module
 from shared.bootstrap import prepare
@@ -227,9 +227,8 @@ class Stack:
             self.tokens[role] = (await store.issue(role=role, name=role, created_by="tests"))["token"]
         if gateway:
             port = free_port()
-            settings = self.settings.model_copy(update={"http_port": port})
-            config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_config=None,
-                                    access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+            settings = self.settings.model_copy(update={"http_port": port, "http_host": "127.0.0.1"})
+            config = server_config(create_app(settings), settings)  # as `threadline gateway` serves
             self.gateway_server = uvicorn.Server(config)
             self.gateway_server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
             self.tasks.append(asyncio.create_task(self.gateway_server.serve(), name="gateway"))

@@ -75,6 +75,7 @@ log = get_logger(__name__)
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 CORRELATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+KEEP_ALIVE_SECONDS = 65  # an idle HTTP connection stays open this long (above the clients' 5 s; _serve)
 
 
 @dataclass
@@ -354,20 +355,27 @@ async def main(settings: Settings, *, stdio: bool = False, token: str | None = N
         shutdown_tracing()
 
 
-async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
-    if stdio:
-        await serve_stdio(settings, token)
-        return
-    app = create_app(settings)
-    config = uvicorn.Config(
+def server_config(app: Any, settings: Settings, *, port: int | None = None) -> uvicorn.Config:
+    """How the gateway serves HTTP (`threadline gateway`, and the tests' stacks)."""
+    return uvicorn.Config(
         app,
         host=settings.http_host,
-        port=settings.http_port,
+        port=settings.http_port if port is None else port,
         log_config=None,
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=10,
+        # Longer than a client keeps an idle connection (httpx: 5 s, uvicorn's default too): with equal timeouts
+        # a client may send its next call on a connection the gateway is closing, and read an error.
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
+
+
+async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
+    if stdio:
+        await serve_stdio(settings, token)
+        return
+    config = server_config(create_app(settings), settings)
     if not settings.http_reuse_port:
         await uvicorn.Server(config).serve()
         return

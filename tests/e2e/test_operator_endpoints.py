@@ -22,6 +22,20 @@ async def test_health_and_readiness_of_a_healthy_gateway(stack):
     assert ready.json() == {"ready": True, "checks": {"nats": True, "postgres": True}}
 
 
+async def test_an_idle_connection_outlives_the_clients_keep_alive(stack):
+    # With the server's keep-alive no longer than the client's (5 s each by default), an agent's next call after
+    # a 5 s pause could go out on a connection the gateway was closing: a read error. The gateway keeps it longer.
+    limits = httpx2.Limits(keepalive_expiry=30)
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=10, limits=limits) as http:
+        first = await http.get("/healthz")
+        port = first.extensions["network_stream"].get_extra_info("client_addr")[1]
+        await asyncio.sleep(6)
+        second = await http.get("/healthz")
+        ports = [port, second.extensions["network_stream"].get_extra_info("client_addr")[1]]
+    assert second.status_code == 200
+    assert ports[0] == ports[1], "the second call went out on the same, still open connection"
+
+
 async def test_readiness_names_the_server_it_cannot_reach(stack):
     port = free_port()
     settings = stack.settings.model_copy(update={
