@@ -56,8 +56,11 @@ class OutboxRelay:
         while not stop.is_set():
             try:
                 await self._lead(stop)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, nats.errors.Error) as exc:
-                log.warning("relay_connection_lost", error=str(exc))
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+                    nats.errors.Error) as exc:
+                # InternalClientError: the session's protocol was left mid-error, as when the server ended an idle
+                # session (idle_session_timeout) while this process's loop was held up: a new session heals it.
+                log.warning("relay_connection_lost", error=str(exc) or repr(exc))
             if not stop.is_set():
                 await _sleep_unless(stop, self.settings.relay_poll_interval)
 

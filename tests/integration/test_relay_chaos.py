@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ FULL = bool(os.environ.get("THREADLINE_FULL"))
 # The issue's size (500 decisions over 20 cases) runs in `make test`; THREADLINE_FULL=1 runs four times as many.
 CASES, DECISIONS_PER_CASE = (40, 50) if FULL else (20, 25)
 KILL_EVERY_SECONDS = 1.0
+KILLS = 3  # at least: the load goes on until the relay has been killed this many times
 
 
 class Relays(ServiceProcesses):
@@ -50,8 +52,11 @@ async def relay_stack(servers):
     await remove_deployment(servers, settings)
 
 
-async def make_decisions(stack: Stack, cases: int = CASES, per_case: int = DECISIONS_PER_CASE) -> int:
-    """`cases` cases, each with `per_case` accepted proposals (one revision each)."""
+async def make_decisions(stack: Stack, cases: int = CASES, per_case: int = DECISIONS_PER_CASE,
+                         load_until: Callable[[], bool] = lambda: True) -> int:
+    """`cases` cases, each with `per_case` accepted proposals (one revision each); the cases' focus events keep
+    coming until their decisions are made and `load_until()` holds, so a chaos test's kills all land under load
+    however fast the machine decides."""
     operator = Actor(name="operator", role="admin").dump()
     reviewer = Actor(name="reviewer", role="reviewer").dump()
     store = TokenStore(stack.db)
@@ -73,7 +78,7 @@ async def make_decisions(stack: Stack, cases: int = CASES, per_case: int = DECIS
         async def toggle_focus() -> None:
             # Focus events race the decisions: each must still land in revision order.
             focus = ["unresolved", "all"]
-            while deciding:
+            while deciding or not load_until():
                 await repeating(lambda f=focus[0]: stack.client.call(Command.SET_FOCUS, {
                     "actor": agent, "discoveredCaseId": case_id, "args": {"expectedCaseId": case_id, "focus": f}}))
                 focus.reverse()
@@ -113,7 +118,7 @@ def assert_exact_stream(events: list[dict], expected_cases: int, expected_revisi
 async def test_killing_the_relay_repeatedly_loses_and_duplicates_nothing(relay_stack, tmp_path):
     relays = Relays(relay_stack, tmp_path)
     current = relays.start()
-    work = asyncio.create_task(make_decisions(relay_stack))
+    work = asyncio.create_task(make_decisions(relay_stack, load_until=lambda: relays.kills >= KILLS))
     try:
         while not work.done():
             await asyncio.sleep(KILL_EVERY_SECONDS)
@@ -123,7 +128,7 @@ async def test_killing_the_relay_repeatedly_loses_and_duplicates_nothing(relay_s
         await wait_until_published(relay_stack.db)
     finally:
         relays.stop_all()
-    assert relays.kills >= 2, "the relay must be killed several times during the run"
+    assert relays.kills >= KILLS, "the relay must be killed several times during the run"
     suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
     print(f"\nrelay killed {relays.kills} times; JetStream dropped {suppressed} re-published duplicate(s)")
     assert decisions == CASES * DECISIONS_PER_CASE

@@ -24,6 +24,7 @@ PARTITIONS = 4
 # issue's 500 against one relay.
 CASES, DECISIONS_PER_CASE = (40, 50) if FULL else (12, 20)
 KILL_EVERY_SECONDS = 1.5 if FULL else 2.0
+KILLS = 6 if FULL else 2  # at least: the load goes on until partition leaders have been killed this many times
 
 _LEADERS = ("SELECT l.pid, l.objid::bigint / $2 AS partitions, l.objid::bigint % $2 AS partition FROM pg_locks l "
             "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid = $1::bigint::oid "
@@ -52,7 +53,8 @@ async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing
     env = {"THREADLINE_RELAY_PARTITIONS": str(PARTITIONS)}
     running = [relays.start(**env), relays.start(**env)]
     watcher = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
-    work = asyncio.create_task(make_decisions(relay_stack, CASES, DECISIONS_PER_CASE))
+    work = asyncio.create_task(make_decisions(relay_stack, CASES, DECISIONS_PER_CASE,
+                                              load_until=lambda: relays.kills >= KILLS))
     shared_seen = 0
     try:
         while not work.done():
@@ -71,7 +73,7 @@ async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing
     finally:
         relays.stop_all()
         await watcher.close()
-    assert relays.kills >= 2, "relay leaders must be killed several times during the run"
+    assert relays.kills >= KILLS, "relay leaders must be killed several times during the run"
     suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
     print(f"\n{relays.kills} partition leaders killed; JetStream dropped {suppressed} re-published duplicate(s)")
     assert decisions > 0
