@@ -45,6 +45,7 @@ CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_
 # its position (services/webhooks/consumer.py: whether a predecessor of a batch is still out with a replica).
 JETSTREAM_CALLS: dict[Service, tuple[str, ...]] = {
     Service.WEBHOOKS: ("$JS.API.STREAM.INFO.{stream}", "$JS.API.STREAM.MSG.GET.{stream}"),
+    Service.RELAY: ("$JS.API.STREAM.INFO.{stream}",),  # whether the stream takes atomic batches
 }
 
 USERS_FILE = Path("nats") / "users.json"  # under the data dir: the embedded server's passwords, mode 0600

@@ -49,6 +49,9 @@ def stream_config(settings: Settings, *, replicas: int | None = None) -> StreamC
         max_msg_size=-1,
         duplicate_window=float(settings.events_duplicate_window_seconds),
         num_replicas=settings.events_replicas or replicas or 1,
+        # The relay publishes a case's events as one atomic batch (nats-server 2.12+; older servers ignore this
+        # and the relay publishes one event at a time): services/relay/batches.py.
+        allow_atomic=True,
     )
 
 

@@ -8,8 +8,10 @@ serialises every committing transaction that sent a NOTIFY on one global lock, W
 capped the agents' stage calls at a fraction of what the database could take.) Each
 event is published with its id as `Nats-Msg-Id` and marked sent only after JetStream acknowledged
 it: a crash between the two re-publishes it, and JetStream's duplicate window drops the copy.
-Events of one aggregate (a case or a company) are published one after another, each waiting for its
-ack, so they reach the stream in outbox order; different aggregates go out concurrently.
+Events of one aggregate (a case or a company) reach the stream in outbox order: a pass sends each aggregate's
+unsent events as one JetStream atomic batch, stored all or nothing with one ack (services/relay/batches.py), or,
+where the stream does not take batches or refused one, one after another, each waiting for its ack. Different
+aggregates go out concurrently.
 """
 
 from __future__ import annotations
@@ -18,13 +20,22 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
+from contextlib import ExitStack
 from typing import Any
 
 import asyncpg
 import nats
+from nats.aio.client import Client
 from nats.js import JetStreamContext
 from prometheus_client import Gauge
 
+from services.relay.batches import (
+    BatchRefused,
+    Message,
+    in_flight_per_relay,
+    publish_batch,
+    stream_takes_batches,
+)
 from services.relay.partitions import Partitions
 from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
@@ -36,6 +47,7 @@ from shared.subjects import Service, Subjects
 log = get_logger(__name__)
 
 MAX_PARALLEL_AGGREGATES = 64
+PUBLISH_TIMEOUT_SECONDS = 5.0
 OBSERVE_EVERY_SECONDS = 1.0
 
 OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
@@ -49,6 +61,7 @@ class OutboxRelay:
         self.settings = settings
         self.published = 0
         self.observed_at = 0.0
+        self.batches = False  # whether the stream takes a case's chain as one atomic batch (services/relay/batches.py)
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Lead when possible, publish until stopped; survive database and NATS outages."""
@@ -75,7 +88,9 @@ class OutboxRelay:
                     return
             nc = await nats.connect(**nats_options(self.settings, Service.RELAY.value, name="threadline-relay").client(),
                                     max_reconnect_attempts=-1, reconnect_time_wait=1)
-            js = nc.jetstream(timeout=5.0)
+            js = nc.jetstream(timeout=PUBLISH_TIMEOUT_SECONDS)
+            self.batches = await stream_takes_batches(js, self.settings.stream_name)
+            log.info("relay_publishing", atomic_batches=self.batches)
             wake = asyncio.Event()
 
             async def woken(_: Any) -> None:
@@ -85,7 +100,8 @@ class OutboxRelay:
             while not stop.is_set():
                 wake.clear()
                 await partitions.rebalance(db)  # between passes only: a partition is handed back with no publish open
-                sent = await self.publish_pending(db, js, sorted(partitions.led)) if partitions.led else 0
+                sent = (await self.publish_pending(db, js, sorted(partitions.led), nc=nc, relays=partitions.relays)
+                        if partitions.led else 0)
                 await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
                     continue
@@ -106,8 +122,11 @@ class OutboxRelay:
             finally:
                 await db.close()
 
-    async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int]) -> int:
-        """Publish one batch of the unsent events of the partitions this relay leads; return how many were acked."""
+    async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int], *,
+                              nc: Client | None = None, relays: int = 1) -> int:
+        """Publish one batch of the unsent events of the partitions this relay leads; return how many were acked.
+        Each case's chain goes out as one atomic batch where the stream takes them (and `nc` is given), else one
+        event at a time, each waiting for its ack."""
         rows = await db.fetch(
             "SELECT id, aggregate, subject, envelope, headers FROM outbox "
             "WHERE published_at IS NULL AND slot % $2 = ANY($3::int[]) ORDER BY id LIMIT $1",
@@ -120,9 +139,14 @@ class OutboxRelay:
             chains.setdefault(row["aggregate"], []).append(row)
         acked: list[tuple[int, int]] = []
         limit = asyncio.Semaphore(MAX_PARALLEL_AGGREGATES)
+        batches = asyncio.Semaphore(in_flight_per_relay(relays)) if nc is not None and self.batches else None
 
         async def publish_chain(chain: list[Any]) -> None:
             async with limit:
+                if batches is not None and nc is not None and len(chain) > 1:
+                    async with batches:
+                        if await self._publish_as_batch(nc, chain, acked):
+                            return
                 for row in chain:
                     headers = _decoded(row["headers"])
                     try:
@@ -149,6 +173,33 @@ class OutboxRelay:
             self.published += len(acked)
             log.debug("relay_published", count=len(acked))
         return len(acked)
+
+    async def _publish_as_batch(self, nc: Client, chain: list[Any], acked: list[tuple[int, int]]) -> bool:
+        """Publish a case's chain as one atomic batch; False when JetStream refused it (nothing stored: publish it
+        one event at a time), True otherwise (acked, or no answer: the chain waits for the next pass)."""
+        with ExitStack() as spans:
+            messages = []
+            for row in chain:
+                headers = _decoded(row["headers"])
+                spans.enter_context(message_span(row["subject"], "publish", headers, **{
+                    "messaging.message.id": headers.get("Nats-Msg-Id", ""), "messaging.batch.message_count": len(chain)}))
+                messages.append(Message(row["subject"], _body(row["envelope"]), headers))
+            try:
+                sequences = await publish_batch(nc, messages, PUBLISH_TIMEOUT_SECONDS)
+            except BatchRefused as refused:
+                if refused.unsupported:
+                    self.batches = False
+                    log.warning("relay_atomic_batches_unsupported", error=str(refused))
+                else:  # e.g. an event JetStream already has (a relay died before marking it), or too many batches
+                    log.info("relay_batch_refused", aggregate=chain[0]["aggregate"], events=len(chain),
+                             error=str(refused))
+                return False
+            except Exception as exc:  # noqa: BLE001 - stored or not, unknown: the chain waits for the next pass
+                log.warning("relay_publish_failed", aggregate=chain[0]["aggregate"], outbox_id=chain[0]["id"],
+                            events=len(chain), error=repr(exc))
+                return True
+        acked.extend(zip((row["id"] for row in chain), sequences, strict=True))
+        return True
 
     async def observe_outbox(self, db: asyncpg.Connection) -> None:
         """The outbox backlog for /metrics, at most once a second (the pending rows are indexed)."""

@@ -15,6 +15,7 @@ import nats
 import pytest
 
 from services.cli.embedded import EmbeddedNats
+from services.relay.batches import Message, publish_batch, stream_takes_batches
 from shared.nats_auth import GATEWAY, OPERATOR, SUBSCRIBER, inbox_prefix, nats_options, roles
 from shared.settings import Settings
 from shared.streams import PROJECTION_CONSUMER, WEBHOOKS_CONSUMER, provision
@@ -246,6 +247,11 @@ async def check_relay(deployment: Deployment) -> None:
     relay = await check_backend(deployment, Service.RELAY)
     ack = await relay.nc.jetstream().publish(deployment.subjects.case_event("c2", "threadline.ledger.changed"), b"{}")
     assert ack.stream == deployment.stream and ack.seq >= 2  # the outbox, relayed; JetStream acknowledges it
+    # ... and a case's chain as one atomic batch, after reading from the stream's info that it takes them.
+    assert await stream_takes_batches(relay.nc.jetstream(), deployment.stream)
+    chain = [Message(deployment.subjects.case_event("c2", "threadline.ledger.changed"), b"{}",
+                     {"Nats-Msg-Id": f"batch-{n}-{deployment.stream}"}) for n in range(3)]
+    assert await publish_batch(relay.nc, chain, timeout=5) == [ack.seq + 1, ack.seq + 2, ack.seq + 3]
     woken = await relay.nc.subscribe(deployment.subjects.outbox_committed)
     await settled(relay.nc)
     staging = await deployment.connect(Service.STAGING.value)
