@@ -142,6 +142,7 @@ async def test_a_call_to_a_service_that_dies_while_handling_it_fails_fast(server
     queue = subjects.queue(Service.STAGING)
     await service.subscribe(f"{deployment.nats_prefix}.cmd.staging.>", queue=queue, cb=hang)
     await service.subscribe(subjects.health(Service.STAGING), queue=queue, cb=healthy)
+    await service.flush()  # the server holds both subscriptions before the client's request reaches it
     broker = create_broker(deployment, role=OPERATOR, name="fail-fast-test")
     await broker.connect()
     try:

@@ -42,6 +42,7 @@ async def test_no_responders_reads_restarting_within_the_window_and_not_running_
 
         health = await service.subscribe(subjects.health(Service.STAGING), queue=subjects.queue(Service.STAGING),
                                          cb=healthy)
+        await service.flush()  # the server holds the subscription before another connection's request reaches it
         assert (await client.ping(Service.STAGING))["service"] == "staging"
         await health.unsubscribe()
         await service.flush()
