@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import time
@@ -113,6 +114,8 @@ async def run_service(
         await health.start()
     tasks = [asyncio.create_task(keep_running(job, ctx, stop), name=getattr(job, "__name__", "background"))
              for job in background or []]
+    if own_process:
+        freeze_heap()
     log.info("service_started", queue=ctx.queue)
     try:
         await stop.wait()
@@ -130,6 +133,15 @@ async def run_service(
         await db.dispose()
         shutdown_tracing()
         log.info("service_stopped")
+
+
+def freeze_heap() -> None:
+    """Take what a started service holds for its whole life (modules, classes, routers, pools) out of the garbage
+    collector's sight. Otherwise every full collection walks all of it for nothing: in a relay confined to 0.04
+    of a core, 75 ms of CPU every five seconds collecting almost nothing, a third of its quota (docs/performance.md).
+    Garbage made later is collected as before; only a process's own entry point calls this."""
+    gc.collect()
+    gc.freeze()
 
 
 async def keep_running(job: Background, ctx: ServiceContext, stop: asyncio.Event) -> None:

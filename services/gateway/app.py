@@ -66,7 +66,7 @@ from shared.observability import (
     tracing_enabled,
 )
 from shared.outage import outage
-from shared.service import probe_server
+from shared.service import freeze_heap, probe_server
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -349,6 +349,7 @@ async def _answers(check: Awaitable[bool]) -> bool:
 async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:
     configure_logging("gateway", settings.log_level, settings.log_format)
     configure_tracing("gateway", settings)
+    freeze_heap()  # what it imported, before it serves: shared/service.py says why
     try:
         await _serve(settings, stdio=stdio, token=token)
     finally:
