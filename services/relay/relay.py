@@ -11,7 +11,8 @@ it: a crash between the two re-publishes it, and JetStream's duplicate window dr
 Events of one aggregate (a case or a company) reach the stream in outbox order: a pass sends each aggregate's
 unsent events as one JetStream atomic batch, stored all or nothing with one ack (services/relay/batches.py), or,
 where the stream does not take batches or refused one, one after another, each waiting for its ack. Different
-aggregates go out concurrently.
+aggregates go out concurrently, and a pass runs in two lanes (each case in one), so that one lane's waits on the
+database and on acks overlap the other's publishing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import time
 from collections import OrderedDict
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -47,6 +49,7 @@ from shared.subjects import Service, Subjects
 log = get_logger(__name__)
 
 MAX_PARALLEL_AGGREGATES = 64
+LANES = 2  # passes a relay runs at once over its partitions' aggregates (publish_pass)
 PUBLISH_TIMEOUT_SECONDS = 5.0
 OBSERVE_EVERY_SECONDS = 1.0
 
@@ -54,6 +57,15 @@ OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
                        "Events committed to the outbox and not yet acknowledged by JetStream")
 OUTBOX_OLDEST_PENDING = Gauge("threadline_outbox_oldest_pending_seconds",
                               "Age of the oldest event not yet acknowledged by JetStream (0 when none)")
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """What the lanes of one pass share: the session (one statement at a time), aggregates and batches in flight."""
+
+    session: asyncio.Lock
+    aggregates: asyncio.Semaphore
+    batches: asyncio.Semaphore | None
 
 
 class OutboxRelay:
@@ -100,7 +112,7 @@ class OutboxRelay:
             while not stop.is_set():
                 wake.clear()
                 await partitions.rebalance(db)  # between passes only: a partition is handed back with no publish open
-                sent = (await self.publish_pending(db, js, sorted(partitions.led), nc=nc, relays=partitions.relays)
+                sent = (await self.publish_pass(db, js, sorted(partitions.led), nc=nc, relays=partitions.relays)
                         if partitions.led else 0)
                 await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
@@ -122,24 +134,39 @@ class OutboxRelay:
             finally:
                 await db.close()
 
+    async def publish_pass(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int], *,
+                           nc: Client | None = None, relays: int = 1) -> int:
+        """One pass over the partitions this relay leads, in LANES lanes at once; return how many events were acked.
+
+        A lane publishes the events of the aggregates whose slot falls in it (so each case stays in one lane, in
+        order) and waits on the database and on JetStream's acks in turn; while one lane waits, another uses the
+        CPU. The lanes share the relay's one session (one statement at a time) and its batches in flight, and the
+        pass ends when every lane has, so a partition is still handed back with no publish open."""
+        shared = Lanes(asyncio.Lock(), asyncio.Semaphore(MAX_PARALLEL_AGGREGATES),
+                       asyncio.Semaphore(in_flight_per_relay(relays)) if nc is not None and self.batches else None)
+        sent = await asyncio.gather(*(self.publish_pending(db, js, partitions, nc=nc, lane=lane, shared=shared)
+                                      for lane in range(LANES)))
+        return sum(sent)
+
     async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int], *,
-                              nc: Client | None = None, relays: int = 1) -> int:
-        """Publish one batch of the unsent events of the partitions this relay leads; return how many were acked.
-        Each case's chain goes out as one atomic batch where the stream takes them (and `nc` is given), else one
-        event at a time, each waiting for its ack."""
-        rows = await db.fetch(
-            "SELECT id, aggregate, subject, envelope, headers FROM outbox "
-            "WHERE published_at IS NULL AND slot % $2 = ANY($3::int[]) ORDER BY id LIMIT $1",
-            self.settings.relay_batch_size, self.settings.relay_partitions, partitions,
-        )
+                              nc: Client | None = None, lane: int = 0, shared: Lanes) -> int:
+        """Publish one batch of one lane's unsent events of the partitions this relay leads; return how many were
+        acked. Each case's chain goes out as one atomic batch where the stream takes them (and `nc` is given),
+        else one event at a time, each waiting for its ack."""
+        async with shared.session:
+            rows = await db.fetch(
+                "SELECT id, aggregate, subject, envelope, headers FROM outbox "
+                "WHERE published_at IS NULL AND slot % $2 = ANY($3::int[]) AND (slot / $2) % $4 = $5 "
+                "ORDER BY id LIMIT $1",
+                self.settings.relay_batch_size, self.settings.relay_partitions, partitions, LANES, lane,
+            )
         if not rows:
             return 0
         chains: OrderedDict[str, list[Any]] = OrderedDict()
         for row in rows:
             chains.setdefault(row["aggregate"], []).append(row)
         acked: list[tuple[int, int]] = []
-        limit = asyncio.Semaphore(MAX_PARALLEL_AGGREGATES)
-        batches = asyncio.Semaphore(in_flight_per_relay(relays)) if nc is not None and self.batches else None
+        limit, batches = shared.aggregates, shared.batches
 
         async def publish_chain(chain: list[Any]) -> None:
             async with limit:
@@ -164,12 +191,13 @@ class OutboxRelay:
 
         await asyncio.gather(*(publish_chain(chain) for chain in chains.values()))
         if acked:
-            await db.execute(
-                "UPDATE outbox AS o SET published_at = now(), stream_seq = a.seq "
-                "FROM unnest($1::bigint[], $2::bigint[]) AS a(id, seq) WHERE o.id = a.id",
-                [i for i, _ in acked],
-                [s for _, s in acked],
-            )
+            async with shared.session:
+                await db.execute(
+                    "UPDATE outbox AS o SET published_at = now(), stream_seq = a.seq "
+                    "FROM unnest($1::bigint[], $2::bigint[]) AS a(id, seq) WHERE o.id = a.id",
+                    [i for i, _ in acked],
+                    [s for _, s in acked],
+                )
             self.published += len(acked)
             log.debug("relay_published", count=len(acked))
         return len(acked)
