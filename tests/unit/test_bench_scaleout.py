@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 
 from services.cli.bench.scaleout import drain_rate, failed, sweeps
+from services.cli.bench.scaleout_drain import drain_figures
 from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
 
@@ -46,6 +47,26 @@ def test_the_drain_rate_is_taken_while_every_replica_still_has_work():
     assert drain_rate(samples, 1000) == 100.0  # 850 → 350 in 5 s, not the quick tail
     assert drain_rate([(start, 40), (start + timedelta(seconds=2), 0)], 40) == 20.0  # gone between two samples
     assert drain_rate([(start, 0)], 0) is None
+
+
+def test_the_relays_drain_is_read_per_partition_from_its_first_events_marked_to_its_last():
+    # (partition, seconds after the relays resumed, events marked then): partition 0 starts late (its relay took
+    # two seconds to come back) and finishes last; partition 1 finishes early, its relay then idle.
+    passes = [(0, 2.0, 100), (1, 0.5, 100), (1, 1.5, 400), (0, 3.0, 500), (1, 2.5, 500), (0, 4.0, 500),
+              (0, 5.0, 500)]
+    figures = drain_figures(passes, backlog=2600)
+    assert [(p["partition"], p["events"], p["firstSeconds"], p["seconds"], p["eventsPerSecond"])
+            for p in figures["partitions"]] == [(0, 1600, 2.0, 5.0, 500.0), (1, 1000, 0.5, 2.5, 450.0)]
+    assert figures["eventsPerSecond"] == 950.0  # what the two publish while each has work
+    assert figures["wholeBacklogPerSecond"] == 520.0 and figures["drainSeconds"] == 5.0  # 2,600 in 5 s
+    # 10% gone at 1.5 s (500 of 2,600), 60% at 3.0 s (1,600): 1,100 more in 1.5 s
+    assert figures["tenToSixtyPerSecond"] == 733.3
+    assert figures["published"] == 2600 and figures["backlog"] == 2600
+
+
+def test_a_drain_of_one_pass_is_read_from_the_resume():
+    figures = drain_figures([(0, 0.8, 400)], backlog=400)
+    assert figures["eventsPerSecond"] == 500.0 and figures["tenToSixtyPerSecond"] is None
 
 
 def point(service: str, replicas: int, calls: float, capacity: float | None = None) -> dict:

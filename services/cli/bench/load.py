@@ -42,6 +42,7 @@ class Load:
         self.go = asyncio.Event()
         self.ready = 0
         self.on_start: Callable[[], Any] | None = None  # called as the clock starts (CPU counters, say)
+        self.stop = asyncio.Event()  # set: every agent ends after its call in flight, before the window closes
         self.reading = asyncio.Semaphore(first_reads) if first_reads else contextlib.nullcontext()
 
     @property
@@ -81,7 +82,7 @@ class Load:
             await self.go.wait()
             deadline = self.started_at + self.seconds  # type: ignore[operator]
             k = 0
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and not self.stop.is_set():
                 arguments = self.arguments(n, k, workspace or {})
                 k += 1
                 began = time.perf_counter()

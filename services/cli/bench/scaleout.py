@@ -9,10 +9,12 @@ generator) into a CPU group with a quota (cgroups.py). Then:
   projection works on). Calls/s, p99, events/s published (outbox rows marked in the window), events/s projected
   (the projection's inbox), and each group's CPU as a share of its quota.
 * **capacity** (relay and projection sweeps): the relay and the projection work behind the calls, so calls/s never
-  waits for them. The relays are paused (SIGSTOP) while the same load runs again and a backlog builds in the
-  outbox; then they resume and the bench times how fast the backlog goes — unpublished events for the relay,
-  decisions' events not yet applied for the projection (which keeps serving reads meanwhile) — from 10% to 60%
-  of it gone, while every replica still has work: the events/s those replicas publish or project at most.
+  waits for them. The relays are paused (SIGSTOP) while the load runs again and a backlog builds in the outbox;
+  then they resume and the bench times how fast the backlog goes. For the relay sweep the backlog is built with
+  the quotas lifted, BACKLOG_PER_RELAY events per relay, and the drain is read from the outbox's own marks: each
+  partition's events over the time its relay took, summed over the relays (scaleout_drain.py). For the
+  projection sweep (which keeps serving reads meanwhile) the backlog is what the confined load makes in twice
+  the window, and the rate is the decisions' events applied between 10% and 60% of it gone.
 
 A point's throughput is calls/s for staging and gateway, the capacity for relay and projection; each doubling's
 efficiency is throughput at 2n / (2 × throughput at n). The bottleneck is the group nearest its quota.
@@ -24,7 +26,7 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from services.cli.bench.calls import stage_claims_args
 from services.cli.bench.cgroups import CpuGroups
 from services.cli.bench.load import Load
+from services.cli.bench.scaleout_drain import (
+    BACKLOG_MAX_SECONDS,
+    BACKLOG_PER_RELAY,
+    MARK_SQL,
+    PASSES_SQL,
+    PENDING_SQL,
+    drain_figures,
+)
 from services.cli.bench.scaleout_plan import Plan, Point
 from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
@@ -119,7 +129,8 @@ class ScaleoutBench:
         return tokens, reviewers
 
     async def _load(self, bench: System, tokens: list[str], reviewers: list[tuple[str, str]], tag: str,
-                    seconds: float | None = None, on_start: Callable[[], Any] | None = None) -> Run:
+                    seconds: float | None = None, on_start: Callable[[], Any] | None = None,
+                    enough: Callable[[], Awaitable[bool]] | None = None) -> Run:
         def arguments(n: int, k: int, workspace: dict[str, Any]) -> dict[str, Any]:
             case_id = workspace["caseId"]
             return stage_claims_args(case_id, workspace["workspaceRevision"], [f"{tag}-a{n}-k{k}"], [f"{case_id}-s0"])
@@ -129,6 +140,8 @@ class ScaleoutBench:
         load.on_start = on_start
         done = asyncio.Event()
         deciding = [asyncio.create_task(review(bench, case_id, token, done)) for case_id, token in reviewers]
+        if enough is not None:
+            deciding.append(asyncio.create_task(_stop_when(enough, load.stop, done)))
         try:
             return await load.measure()
         finally:
@@ -158,7 +171,9 @@ class ScaleoutBench:
 
     async def _capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
                         reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
-        """Pause the service, build a backlog with the same load, resume it and time how fast the backlog goes."""
+        """Pause the relays, build a backlog with the same load, resume them and time how fast the backlog goes."""
+        if point.service == "relay":
+            return await self._relay_capacity(bench, system, point, tokens, reviewers, task)
         # The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused
         # instead: the decisions' events wait in the outbox and reach the projection all at once when it resumes.
         system.pause("relay")
@@ -166,10 +181,9 @@ class ScaleoutBench:
             await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
         finally:
             system.resume("relay")
-        key = "unpublished" if point.service == "relay" else None
 
         def pending(c: dict[str, Any]) -> int:
-            return c[key] if key else c["changes"] - c["projected"]
+            return c["changes"] - c["projected"]
 
         samples = [await counts(bench)]
         usage = self._usage()
@@ -183,6 +197,40 @@ class ScaleoutBench:
         return {"backlog": backlog, "eventsPerSecond": drain_rate([(s["at"], pending(s)) for s in samples], backlog),
                 "cpuShare": shares}
 
+    async def _relay_capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
+                              reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
+        """The backlog is built with every quota lifted (as fast as the machine allows: it is not what is measured),
+        BACKLOG_PER_RELAY events for each relay, so that its drain under the quotas lasts seconds, not a few passes;
+        the drain's curve is read from the outbox afterwards (scaleout_drain.py)."""
+        target = BACKLOG_PER_RELAY * point.count
+
+        async def enough() -> bool:
+            pending = await fetch_value(bench, PENDING_SQL)
+            self.progress.update(task, status=f"relay paused: a backlog of {pending}/{target} events")
+            return pending >= target
+
+        system.pause("relay")
+        try:
+            with self.groups.unconfined():
+                await self._load(bench, tokens, reviewers, "backlog", seconds=BACKLOG_MAX_SECONDS, enough=enough)
+            mark = await fetch_row(bench, MARK_SQL)
+            backlog = await fetch_value(bench, PENDING_SQL)
+        finally:
+            system.resume("relay")
+        usage = self._usage()
+        began = asyncio.get_running_loop().time()
+        while (left := await fetch_value(bench, PENDING_SQL)) > 0:
+            if asyncio.get_running_loop().time() - began > DRAIN_SECONDS:
+                raise Unavailable(f"the relays left {left} of a backlog of {backlog} events after {DRAIN_SECONDS:.0f} s")
+            self.progress.update(task, status=f"relay ×{point.count} working off the backlog: {left}/{backlog} left")
+            await asyncio.sleep(0.5)
+        shares = self._shares(usage)
+        async with bench.db.engine.connect() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+            passes = await raw.fetch(PASSES_SQL, point.partitions, mark["at"], mark["last"])  # type: ignore[union-attr]
+        return {**drain_figures([(r["partition"], r["seconds"], r["events"]) for r in passes], backlog),
+                "cpuShare": shares}
+
     def _usage(self) -> tuple[float, dict[str, float]]:
         return asyncio.get_running_loop().time(), {name: self.groups.usage(name) for name in self.groups.groups}
 
@@ -194,10 +242,26 @@ class ScaleoutBench:
 
 
 async def counts(bench: System) -> dict[str, Any]:
+    return await fetch_row(bench, COUNTS_SQL, LEDGER_CHANGED)
+
+
+async def fetch_row(bench: System, sql: str, *args: Any) -> dict[str, Any]:  # noqa: ANN401 - query arguments
     async with bench.db.engine.connect() as connection:
         raw = await connection.get_raw_connection()
-        row = await raw.driver_connection.fetchrow(COUNTS_SQL, LEDGER_CHANGED)  # type: ignore[union-attr]
-    return dict(row)
+        return dict(await raw.driver_connection.fetchrow(sql, *args))  # type: ignore[union-attr]
+
+
+async def fetch_value(bench: System, sql: str) -> Any:  # noqa: ANN401 - whatever the one column holds
+    return next(iter((await fetch_row(bench, sql)).values()))
+
+
+async def _stop_when(enough: Callable[[], Awaitable[bool]], stop: asyncio.Event, done: asyncio.Event) -> None:
+    """Set `stop` once `enough()` says so, asking once a second until the load is done."""
+    while not done.is_set():
+        if await enough():
+            stop.set()
+            return
+        await asyncio.sleep(1.0)
 
 
 async def until_projected(bench: System) -> None:
