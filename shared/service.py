@@ -109,13 +109,13 @@ async def run_service(
             loop.add_signal_handler(sig, stop.set)
 
     await broker.start()
+    if own_process:
+        freeze_heap()  # before it reports ready: a full collection of everything it started with costs a moment
     health = probe_server(settings, broker, db)
     if health is not None:
         await health.start()
     tasks = [asyncio.create_task(keep_running(job, ctx, stop), name=getattr(job, "__name__", "background"))
              for job in background or []]
-    if own_process:
-        freeze_heap()
     log.info("service_started", queue=ctx.queue)
     try:
         await stop.wait()
