@@ -19,10 +19,19 @@ MOST = 24  # flagged in one answer at most
 
 # The columns STAGE_FACTS adds (services/staging/repository.py): $10 the claims' normalised texts, $11 the
 # threshold, $12 the sources' normalised URLs.
+# The index is a read model a moment behind the ledger: a pending claim it holds may have been decided since, so
+# its item's decision is read beside it (accepted: canonical now; rejected: no longer anything to flag).
 SIMILAR_COLUMNS = f"""
   CASE WHEN cardinality($10::text[]) > 0 THEN (
-    SELECT coalesce(jsonb_agg(jsonb_build_array(d.i, d.record_id, d.status, d.proposal_id, d.similarity)), '[]')
-    FROM threadline_similar_claims($1, $10::text[], $11::real, {PER_ITEM}) d) ELSE '[]' END AS similar_claims,
+    SELECT coalesce(jsonb_agg(jsonb_build_array(d.i, d.record_id,
+             CASE WHEN decided.outcome = 'accepted' THEN 'canonical' ELSE d.status END,
+             CASE WHEN decided.outcome = 'accepted' THEN NULL ELSE d.proposal_id END, d.similarity)
+           ORDER BY d.i, d.similarity DESC, d.record_id), '[]')
+    FROM threadline_similar_claims($1, $10::text[], $11::real, {PER_ITEM}) d
+    LEFT JOIN item_decisions decided
+      ON decided.proposal_id = CASE WHEN d.status = 'pending' AND d.proposal_id <> '' THEN d.proposal_id::uuid END
+     AND decided.item_id = d.record_id
+    WHERE decided.outcome IS DISTINCT FROM 'rejected') ELSE '[]' END AS similar_claims,
   CASE WHEN cardinality($12::text[]) > 0 THEN (
     SELECT coalesce(jsonb_agg(jsonb_build_array(u.i, r.record_id)), '[]')
     FROM unnest($12::text[]) WITH ORDINALITY AS u(key, i)

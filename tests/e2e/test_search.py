@@ -124,3 +124,41 @@ async def test_a_claim_id_pending_in_two_proposals_is_flagged_once_and_staging_s
         async with stack.api("reviewer") as api:
             shown = (await api.get(f"/api/v1/proposals/{later['proposalId']}")).json()
         assert [f["of"]["id"] for f in shown["items"][0]["possibleDuplicates"]] == ["c-twice"]
+
+
+async def test_a_decision_the_index_has_not_caught_up_with_is_read_from_the_ledger(stack):
+    """The search index is a read model a moment behind the review: a staged claim restating one just accepted
+    names it canonical, and one just rejected is not named, even while the index still holds both pending."""
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1)
+        kept = "Nordvind Energy commissioned 410 MW of onshore wind in Sweden during 2022, its filings say."
+        dropped = "Harbour freight volumes in Rotterdam fell by a fifth between 2019 and 2021, port data show."
+        staged = await agent.stage("stage_claims", claims=[claim_item("c-kept", made["sources"], text=kept),
+                                                           claim_item("c-dropped", made["sources"], text=dropped)])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        async with stack.db.engine.begin() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+            pending = await raw.fetch("SELECT * FROM search_records WHERE case_id = $1 AND kind = 'claim' "
+                                      "AND record_id = ANY($2::text[])", agent.case_id, ["c-kept", "c-dropped"])
+        assert {(r["record_id"], r["status"]) for r in pending} == {("c-kept", "pending"), ("c-dropped", "pending")}
+        await decide(stack, staged["proposalId"], accept=["c-kept"], reject=["c-dropped"])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        # The index as it stood before the projection applied the decision (on a busy machine, for a moment).
+        async with stack.db.engine.begin() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+            await raw.execute("DELETE FROM search_records WHERE case_id = $1 AND kind = 'claim' "
+                              "AND record_id = ANY($2::text[])", agent.case_id, ["c-kept", "c-dropped"])
+            columns = [r["column_name"] for r in await raw.fetch(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'search_records' "
+                "AND is_generated = 'NEVER' AND table_schema = current_schema()")]
+            await raw.executemany(
+                f"INSERT INTO search_records ({', '.join(columns)}) "
+                f"VALUES ({', '.join(f'${n}' for n in range(1, len(columns) + 1))})",
+                [tuple(r[c] for c in columns) for r in pending])
+        again = await agent.stage("stage_claims", claims=[
+            claim_item("c-kept-again", made["sources"], text=kept.upper()),
+            claim_item("c-dropped-again", made["sources"], text=dropped.lower())])
+        assert [(f["itemId"], f["of"]) for f in again["possibleDuplicates"]] == [
+            ("c-kept-again", {"kind": "claim", "id": "c-kept", "status": "canonical"})]
