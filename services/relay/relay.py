@@ -145,8 +145,11 @@ class OutboxRelay:
         shared = Lanes(asyncio.Lock(), asyncio.Semaphore(MAX_PARALLEL_AGGREGATES),
                        asyncio.Semaphore(in_flight_per_relay(relays)) if nc is not None and self.batches else None)
         sent = await asyncio.gather(*(self.publish_pending(db, js, partitions, nc=nc, lane=lane, shared=shared)
-                                      for lane in range(LANES)))
-        return sum(sent)
+                                      for lane in range(LANES)), return_exceptions=True)
+        for lane in sent:  # every lane has ended (none left using the session) before a failure is raised
+            if isinstance(lane, BaseException):
+                raise lane
+        return sum(sent)  # type: ignore[arg-type]
 
     async def publish_pending(self, db: asyncpg.Connection, js: JetStreamContext, partitions: list[int], *,
                               nc: Client | None = None, lane: int = 0, shared: Lanes) -> int:
