@@ -176,11 +176,8 @@ class ScaleoutBench:
             return await self._relay_capacity(bench, system, point, tokens, reviewers, task)
         # The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused
         # instead: the decisions' events wait in the outbox and reach the projection all at once when it resumes.
-        system.pause("relay")
-        try:
+        with system.paused("relay"):
             await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
-        finally:
-            system.resume("relay")
 
         def pending(c: dict[str, Any]) -> int:
             return c["changes"] - c["projected"]
@@ -209,14 +206,11 @@ class ScaleoutBench:
             self.progress.update(task, status=f"relay paused: a backlog of {pending}/{target} events")
             return pending >= target
 
-        system.pause("relay")
-        try:
+        with system.paused("relay"):
             with self.groups.unconfined():
                 await self._load(bench, tokens, reviewers, "backlog", seconds=BACKLOG_MAX_SECONDS, enough=enough)
             mark = await fetch_row(bench, MARK_SQL)
             backlog = await fetch_value(bench, PENDING_SQL)
-        finally:
-            system.resume("relay")
         usage = self._usage()
         began = asyncio.get_running_loop().time()
         while (left := await fetch_value(bench, PENDING_SQL)) > 0:
@@ -225,9 +219,7 @@ class ScaleoutBench:
             self.progress.update(task, status=f"relay ×{point.count} working off the backlog: {left}/{backlog} left")
             await asyncio.sleep(0.5)
         shares = self._shares(usage)
-        async with bench.db.engine.connect() as connection:
-            raw = (await connection.get_raw_connection()).driver_connection
-            passes = await raw.fetch(PASSES_SQL, point.partitions, mark["at"], mark["last"])  # type: ignore[union-attr]
+        passes = await fetch_rows(bench, PASSES_SQL, point.partitions, mark["at"], mark["last"])
         return {**drain_figures([(r["partition"], r["seconds"], r["events"]) for r in passes], backlog),
                 "cpuShare": shares}
 
@@ -245,10 +237,14 @@ async def counts(bench: System) -> dict[str, Any]:
     return await fetch_row(bench, COUNTS_SQL, LEDGER_CHANGED)
 
 
-async def fetch_row(bench: System, sql: str, *args: Any) -> dict[str, Any]:  # noqa: ANN401 - query arguments
+async def fetch_rows(bench: System, sql: str, *args: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - query arguments
     async with bench.db.engine.connect() as connection:
         raw = await connection.get_raw_connection()
-        return dict(await raw.driver_connection.fetchrow(sql, *args))  # type: ignore[union-attr]
+        return [dict(row) for row in await raw.driver_connection.fetch(sql, *args)]  # type: ignore[union-attr]
+
+
+async def fetch_row(bench: System, sql: str, *args: Any) -> dict[str, Any]:  # noqa: ANN401 - query arguments
+    return (await fetch_rows(bench, sql, *args))[0]
 
 
 async def fetch_value(bench: System, sql: str) -> Any:  # noqa: ANN401 - whatever the one column holds

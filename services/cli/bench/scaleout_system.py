@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,15 @@ class ConfinedSystem:
         for pid in self.pids_of(service):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
+
+    @contextlib.contextmanager
+    def paused(self, service: str) -> Iterator[None]:
+        """The service's processes stopped (SIGSTOP) for the block, resumed however it ends."""
+        self.pause(service)
+        try:
+            yield
+        finally:
+            self.resume(service)
 
     async def stop(self) -> None:
         """Stop `up` (it stops its children) and kill whatever still runs in the run's groups."""
