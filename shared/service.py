@@ -121,6 +121,7 @@ async def run_service(
         await stop.wait()
     finally:
         log.info("service_stopping")
+        stop.set()  # also when this was cancelled rather than stopped: no background job starts again
         for task in tasks:
             task.cancel()
         if tasks:
@@ -148,6 +149,7 @@ async def keep_running(job: Background, ctx: ServiceContext, stop: asyncio.Event
     """Run a background job for the life of the service: when it fails or ends, log it and start it again
     after a pause that doubles up to JOB_RESTART_MAX_SECONDS. A job never takes its service down."""
     name = getattr(job, "__name__", "background")
+    me = asyncio.current_task()
     failures = 0
     while not stop.is_set():
         started = time.monotonic()
@@ -156,6 +158,11 @@ async def keep_running(job: Background, ctx: ServiceContext, stop: asyncio.Event
             log.warning("background_job_ended", job=name)
         except Exception as error:  # noqa: BLE001 - logged; the job starts again
             log.error("background_job_failed", job=name, exc_info=error)
+        if me is not None and me.cancelling():
+            # Asked to stop while the job ran, and the job ended anyway — some library code turns a cancellation
+            # into an ordinary error or return (nats-py answers a cancelled wait on a closed connection with
+            # ConnectionClosedError). Starting it again would outlive the stop, or hang whoever awaits this task.
+            raise asyncio.CancelledError
         failures = 1 if time.monotonic() - started >= JOB_HEALTHY_SECONDS else failures + 1
         delay = min(JOB_RESTART_MAX_SECONDS, JOB_RESTART_FIRST_SECONDS * 2 ** (failures - 1))
         log.info("background_job_restarting", job=name, restart_in=delay, failures=failures)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,9 +20,6 @@ configure_logging("tests", TEST_LOG_LEVEL, "console")
 
 def _dump_tasks(*_: object) -> None:
     """`kill -USR1 <pytest pid>` prints every asyncio task's stack: for diagnosing a hang."""
-    import asyncio
-    import sys
-
     loop = asyncio.get_event_loop_policy().get_event_loop()
     for task in asyncio.all_tasks(loop):
         print(f"--- {task.get_name()}", file=sys.stderr)
@@ -30,6 +30,7 @@ signal.signal(signal.SIGUSR1, _dump_tasks)
 
 
 SERVERS_USED: list[str] = []
+TASKS_END_SECONDS = 30.0
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001
@@ -96,3 +97,26 @@ async def stack(deployment):
     running = await Stack(deployment).start()
     yield running
     await running.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def _every_task_ends_with_the_session():
+    """What the tests left running is cancelled at the end of the session, and must end. A task that outlives its
+    cancellation would hang the closing of the session's loop for ever (it did once, in CI: a service's background
+    job started again after nats-py turned its cancellation into ConnectionClosedError); instead its stack is
+    printed and the worker exits with an error, which fails the run."""
+    yield
+    me = asyncio.current_task()
+    left = [task for task in asyncio.all_tasks() if task is not me]
+    for task in left:
+        task.cancel()
+    if not left:
+        return
+    _, stuck = await asyncio.wait(left, timeout=TASKS_END_SECONDS)
+    if stuck:
+        print(f"{len(stuck)} task(s) did not end within {TASKS_END_SECONDS:.0f} s of being cancelled at the end of "
+              "the session:", file=sys.stderr)
+        for task in stuck:
+            task.print_stack(file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(70)

@@ -98,3 +98,36 @@ async def test_a_background_job_that_keeps_failing_is_started_again_until_the_se
 
     await asyncio.wait_for(keep_running(failing, "ctx", stop), 5)
     assert len(runs) == 4
+
+
+async def test_a_background_job_that_swallows_its_cancellation_is_not_started_again(monkeypatch):
+    """As nats-py does: a fetch cancelled while its connection closes raises ConnectionClosedError instead, so
+    the job ends as if on its own. The task was asked to stop: it ends, and the job does not start again
+    (once, such a restart outlived the test session's loop, which then waited on it for ever)."""
+    import shared.service as service
+
+    monkeypatch.setattr(service, "JOB_RESTART_FIRST_SECONDS", 0.01)
+    runs = []
+    running = asyncio.Event()
+
+    async def swallowing(ctx) -> None:  # noqa: ANN001
+        runs.append(ctx)
+        running.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            if len(runs) > 1:
+                raise
+            raise ConnectionError("closed") from None  # the first run turns it into an ordinary error
+
+    task = asyncio.create_task(keep_running(swallowing, "ctx", asyncio.Event()))
+    await asyncio.wait_for(running.wait(), 5)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    try:
+        assert task in done, "the task ended when cancelled"
+        assert task.cancelled()
+        assert runs == ["ctx"], "started once, not again after its stop"
+    finally:
+        task.cancel()  # a run started again takes its cancellation
+        await asyncio.wait({task}, timeout=5)
