@@ -40,6 +40,7 @@ def groups_of(pid: int) -> list[Path]:
     (("--quota", str(os.cpu_count() + 1)), "at most"),
     (("--service", "webhooks"), "the services that can be swept are staging, gateway, relay, projection"),
     (("--max-replicas", "3"), "a power of two"),
+    (("--rounds", "0"), "--rounds must be at least 1"),
     (("--max-replicas", "64"), "the machine cannot hold"),
     (("--quota", str(os.cpu_count())), "the machine cannot hold"),
     (("--cgroup-root", "/nonexistent"), "no cgroup v1 cpu controller at /nonexistent/cpu"),

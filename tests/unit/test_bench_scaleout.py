@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rich.console import Console
 
-from services.cli.bench.scaleout import drain_rate, failed, sweeps
+from services.cli.bench.scaleout import drain_rate, failed, median_window, sweeps
 from services.cli.bench.scaleout_drain import drain_figures
 from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
@@ -34,10 +34,23 @@ def test_the_default_quota_fits_every_process_and_the_load_generator_under_the_c
     ({"max_replicas": 6}, "power of two"),
     ({"max_replicas": 32}, "cannot hold"),
     ({"quota": 0.2}, "cannot hold"),
+    ({"rounds": 0}, "--rounds must be at least 1"),
 ])
 def test_what_cannot_run_is_refused_with_the_reason(arguments, said):
     with pytest.raises(PlanError, match=said):
         make_plan(**{"quota": None, "service": None, "cores": 2, **arguments})
+
+
+def test_a_point_is_its_median_window_with_every_windows_errors():
+    def window(calls: float, errors: int, kinds: dict[str, int]) -> dict:
+        return {"callsPerSecond": calls, "p99Ms": 1000 / calls, "errors": errors, "errorKinds": kinds}
+
+    point = median_window([window(40.0, 1, {"timeout": 1}), window(55.0, 0, {}), window(31.0, 2, {"timeout": 1,
+                                                                                                   "unavailable": 1})])
+    assert point["callsPerSecond"] == 40.0 and point["p99Ms"] == 25.0, "the middle window's figures, together"
+    assert point["windowsCallsPerSecond"] == [40.0, 55.0, 31.0]
+    assert point["errors"] == 3 and point["errorKinds"] == {"timeout": 2, "unavailable": 1}
+    assert median_window([window(50.0, 0, {}), window(30.0, 0, {})])["callsPerSecond"] == 30.0, "the lower middle"
 
 
 def test_the_drain_rate_is_taken_while_every_replica_still_has_work():

@@ -5,7 +5,7 @@ scratch data dir, and moves every process — each service replica, `up`, NATS, 
 generator) into a CPU group with a quota (cgroups.py). Then:
 
 * **calls**: `agents` agents stage claims over MCP (the `bench stage` load) for `seconds`, spread over `cases`
-  cases; for the relay and projection sweeps reviewers accept what is staged too (decisions: the events the
+  cases, `rounds` times over (the point's figures are the median window's); for the relay and projection sweeps reviewers accept what is staged too (decisions: the events the
   projection works on). Calls/s, p99, events/s published (outbox rows marked in the window), events/s projected
   (the projection's inbox), and each group's CPU as a share of its quota.
 * **capacity** (relay and projection sweeps): the relay and the projection work behind the calls, so calls/s never
@@ -100,8 +100,7 @@ class ScaleoutBench:
             await system.start()
             async with System.connect(system.settings, attempts=HEALTH_TRIES) as bench:
                 tokens, reviewers = await self._setup(bench, point)
-                self.progress.update(task, status=f"{self.plan.agents} agents staging for {self.plan.seconds:g} s")
-                measured = await self._calls(bench, system, tokens, reviewers)
+                measured = await self._rounds(bench, system, tokens, reviewers, task)
                 if point.service in DECIDING:
                     self.progress.update(task, status=f"{point.service} paused: building a backlog")
                     measured["capacity"] = await self._capacity(bench, system, point, tokens, reviewers, task)
@@ -148,8 +147,19 @@ class ScaleoutBench:
             done.set()
             await asyncio.gather(*deciding, return_exceptions=True)
 
+    async def _rounds(self, bench: System, system: ConfinedSystem, tokens: list[str],
+                      reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
+        """`rounds` windows one after another on the same system; the point's figures are the median window's (a
+        window here varies by a quarter from one to the next), its errors those of every window."""
+        windows = []
+        for n in range(self.plan.rounds):
+            of = f" (window {n + 1} of {self.plan.rounds})" if self.plan.rounds > 1 else ""
+            self.progress.update(task, status=f"{self.plan.agents} agents staging for {self.plan.seconds:g} s{of}")
+            windows.append(await self._calls(bench, system, tokens, reviewers, f"calls{n}"))
+        return median_window(windows)
+
     async def _calls(self, bench: System, system: ConfinedSystem, tokens: list[str],
-                     reviewers: list[tuple[str, str]]) -> dict[str, Any]:
+                     reviewers: list[tuple[str, str]], tag: str = "calls") -> dict[str, Any]:
         # Measured from when the clock starts (every agent connected and past its first read) to its end.
         began: dict[str, Any] = {}
 
@@ -157,7 +167,7 @@ class ScaleoutBench:
             began["usage"] = self._usage()
             began["counts"] = asyncio.get_running_loop().create_task(counts(bench))
 
-        run = await self._load(bench, tokens, reviewers, "calls", on_start=clock_started)
+        run = await self._load(bench, tokens, reviewers, tag, on_start=clock_started)
         shares = self._shares(began["usage"])
         end = await counts(bench)
         start = await began["counts"]
@@ -317,6 +327,18 @@ async def review(bench: System, case_id: str, token: str, done: asyncio.Event) -
                 decision, _ = await reviewer.accept(proposal["proposalId"],
                                                     [item["itemId"] for item in proposal["items"]], revision)
                 revision = decision["revision"] if decision else await reviewer.revision(case_id)
+
+
+def median_window(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The window of median calls/s (the lower middle of an even number), with every window's calls/s beside it and
+    the errors of all of them."""
+    middle = sorted(windows, key=lambda w: w["callsPerSecond"] or 0.0)[(len(windows) - 1) // 2]
+    kinds: dict[str, int] = {}
+    for window in windows:
+        for kind, n in window["errorKinds"].items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    return {**middle, "errors": sum(w["errors"] for w in windows), "errorKinds": kinds,
+            "windowsCallsPerSecond": [w["callsPerSecond"] for w in windows]}
 
 
 def throughput(point: dict[str, Any]) -> float | None:

@@ -22,6 +22,8 @@ def scaleout(
     agents: Annotated[int, typer.Option(help="Concurrent agents staging (official MCP client).")] = 64,
     seconds: Annotated[float, typer.Option(help="Seconds per measured window.")] = 15.0,
     cases: Annotated[int, typer.Option(help="Cases the agents are spread over.")] = 16,
+    rounds: Annotated[int, typer.Option(help="Measured windows per point, one after another on the same system; "
+                                             "a point's figures are its median window's.")] = 3,
     plot: Annotated[Path | None, typer.Option("--plot", help="Draw speedup and calls/s against replicas (PNG).")] = None,
     cgroup_root: Annotated[Path, typer.Option(help="Where the cgroup v1 controllers are mounted.")] = Path(
         "/sys/fs/cgroup"),
@@ -40,7 +42,7 @@ def scaleout(
 
     try:
         plan = make_plan(quota=quota, service=service, max_replicas=max_replicas, agents=agents, seconds=seconds,
-                         cases=cases, cgroup_root=cgroup_root)
+                         cases=cases, rounds=rounds, cgroup_root=cgroup_root)
         check_writable(cgroup_root)
     except (PlanError, CgroupError) as error:
         typer.secho(f"error: {error}", fg="red", err=True)

@@ -67,6 +67,7 @@ class Plan:
     cases: int
     cgroup_root: Path
     points: list[Point] = field(default_factory=list)
+    rounds: int = 1  # measured windows per point: its figures are the median window's
 
     @property
     def quotas(self) -> dict[str, float]:
@@ -103,7 +104,7 @@ def default_quota(cores: int, max_replicas: int) -> float:
 
 
 def make_plan(*, quota: float | None, service: str | None, max_replicas: int = 4, agents: int = 64,
-              seconds: float = 15.0, cases: int = 16, cgroup_root: Path = Path("/sys/fs/cgroup"),
+              seconds: float = 15.0, cases: int = 16, rounds: int = 1, cgroup_root: Path = Path("/sys/fs/cgroup"),
               cores: int | None = None) -> Plan:
     """The points to run, or a PlanError saying which argument cannot be followed and why."""
     cores = cores or os.cpu_count() or 1
@@ -114,12 +115,12 @@ def make_plan(*, quota: float | None, service: str | None, max_replicas: int = 4
     if quota is not None and not 0 < quota <= cores:
         raise PlanError(f"--quota {quota:g}: a process's quota is a share of the machine's {cores} core(s), "
                         f"above 0 and at most {cores}")
-    if agents < 1 or seconds <= 0 or cases < 1:
-        raise PlanError("--agents and --cases must be at least 1 and --seconds above 0")
+    if agents < 1 or seconds <= 0 or cases < 1 or rounds < 1:
+        raise PlanError("--agents, --cases and --rounds must be at least 1 and --seconds above 0")
     services = (service,) if service else SWEEPABLE
     chosen = quota if quota is not None else default_quota(cores, max_replicas)
     points = [Point(s, replicas_of(s, n, max_replicas)) for s in services for n in doublings(max_replicas)]
-    plan = Plan(cores, round(chosen, 4), services, max_replicas, agents, seconds, cases, cgroup_root, points)
+    plan = Plan(cores, round(chosen, 4), services, max_replicas, agents, seconds, cases, cgroup_root, points, rounds)
     most = max(p.processes for p in points)
     if plan.quota < MIN_QUOTA:
         raise PlanError(f"the machine cannot hold {most} service processes: on {cores} core(s) each would get "
