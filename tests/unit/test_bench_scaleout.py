@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 from rich.console import Console
 
-from services.cli.bench.scaleout import drain_rate, failed, median_window, sweeps
-from services.cli.bench.scaleout_drain import drain_figures
+from services.cli.bench.scaleout import failed, median_window, sweeps
+from services.cli.bench.scaleout_drain import drain_figures, projection_figures
 from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
 
@@ -53,13 +51,13 @@ def test_a_point_is_its_median_window_with_every_windows_errors():
     assert median_window([window(50.0, 0, {}), window(30.0, 0, {})])["callsPerSecond"] == 30.0, "the lower middle"
 
 
-def test_the_drain_rate_is_taken_while_every_replica_still_has_work():
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    samples = [(start + timedelta(seconds=s), pending) for s, pending in
-               [(0, 1000), (1, 950), (2, 850), (4, 650), (6, 450), (7, 350), (8, 100), (9, 0)]]
-    assert drain_rate(samples, 1000) == 100.0  # 850 → 350 in 5 s, not the quick tail
-    assert drain_rate([(start, 40), (start + timedelta(seconds=2), 0)], 40) == 20.0  # gone between two samples
-    assert drain_rate([(start, 0)], 0) is None
+def test_the_projections_drain_is_read_from_its_inbox_from_the_first_transaction_to_the_last():
+    # (seconds after the relays resumed, events applied in transactions started then): the first a second late
+    applied = [(1.0, 50), (1.5, 100), (2.0, 100), (3.0, 150), (4.0, 100)]
+    figures = projection_figures(applied, backlog=500)
+    assert figures["applied"] == 500 and figures["eventsPerSecond"] == 150.0  # 450 after the first in 3 s
+    assert figures["wholeBacklogPerSecond"] == 125.0 and "partitions" not in figures and "published" not in figures
+    assert projection_figures([], backlog=0)["eventsPerSecond"] is None
 
 
 def test_the_relays_drain_is_read_per_partition_from_its_first_events_marked_to_its_last():

@@ -9,12 +9,12 @@ generator) into a CPU group with a quota (cgroups.py). Then:
   projection works on). Calls/s, p99, events/s published (outbox rows marked in the window), events/s projected
   (the projection's inbox), and each group's CPU as a share of its quota.
 * **capacity** (relay and projection sweeps): the relay and the projection work behind the calls, so calls/s never
-  waits for them. The relays are paused (SIGSTOP) while the load runs again and a backlog builds in the outbox;
-  then they resume and the bench times how fast the backlog goes. For the relay sweep the backlog is built with
-  the quotas lifted, BACKLOG_PER_RELAY events per relay, and the drain is read from the outbox's own marks: each
-  partition's events over the time its relay took, summed over the relays (scaleout_drain.py). For the
-  projection sweep (which keeps serving reads meanwhile) the backlog is what the confined load makes in twice
-  the window, and the rate is the decisions' events applied between 10% and 60% of it gone.
+  waits for them. The relays are paused (SIGSTOP) while the load runs again, with every quota lifted, until a
+  backlog has built in the outbox (BACKLOG_PER_RELAY events per relay, BACKLOG_PER_PROJECTION events the projection
+  applies per projection replica); then they resume and the drain is read from the database afterwards
+  (scaleout_drain.py): for the relay sweep each partition's events over the time its relay took, from the outbox's
+  marks, summed over the relays; for the projection sweep the events applied from its inbox's first transaction
+  of the drain to its last.
 
 A point's throughput is calls/s for staging and gateway, the capacity for relay and projection; each doubling's
 efficiency is throughput at 2n / (2 × throughput at n). The bottleneck is the group nearest its quota.
@@ -37,17 +37,23 @@ from services.cli.bench.calls import stage_claims_args
 from services.cli.bench.cgroups import CpuGroups
 from services.cli.bench.load import Load
 from services.cli.bench.scaleout_drain import (
+    APPLIED_SQL,
     BACKLOG_MAX_SECONDS,
+    BACKLOG_PER_PROJECTION,
     BACKLOG_PER_RELAY,
     MARK_SQL,
     PASSES_SQL,
+    PENDING_OF_SQL,
     PENDING_SQL,
+    UNAPPLIED_SQL,
     drain_figures,
+    projection_figures,
 )
 from services.cli.bench.scaleout_plan import Plan, Point
 from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
+from services.projection.read_models import APPLIED
 from services.relay.partitions import partition_of
 from shared.errors import Unavailable
 
@@ -184,54 +190,71 @@ class ScaleoutBench:
         """Pause the relays, build a backlog with the same load, resume them and time how fast the backlog goes."""
         if point.service == "relay":
             return await self._relay_capacity(bench, system, point, tokens, reviewers, task)
-        # The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused
-        # instead: the decisions' events wait in the outbox and reach the projection all at once when it resumes.
-        with system.paused("relay"):
-            await self._load(bench, tokens, reviewers, "backlog", seconds=2 * self.plan.seconds)
+        return await self._projection_capacity(bench, system, point, tokens, reviewers, task)
 
-        def pending(c: dict[str, Any]) -> int:
-            return c["changes"] - c["projected"]
+    async def _projection_capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
+                                   reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
+        """The projection also serves the agents' and reviewers' reads, so for its sweep the relay is paused instead:
+        the events wait in the outbox — BACKLOG_PER_PROJECTION of those the projection applies for each replica —
+        and reach the projection all at once when the relay resumes. The drain is read from the projection's inbox
+        afterwards (scaleout_drain.projection_figures)."""
+        kinds = sorted(event.value for event in APPLIED)
 
-        samples = [await counts(bench)]
-        usage = self._usage()
-        backlog = pending(samples[0])
-        while pending(samples[-1]) > 0 and (samples[-1]["at"] - samples[0]["at"]).total_seconds() < DRAIN_SECONDS:
-            await asyncio.sleep(0.25)
-            samples.append(await counts(bench))
-            self.progress.update(task, status=f"{point.service} ×{point.count} working off the backlog: "
-                                              f"{pending(samples[-1])}/{backlog} left")
-        shares = self._shares(usage)
-        return {"backlog": backlog, "eventsPerSecond": drain_rate([(s["at"], pending(s)) for s in samples], backlog),
-                "cpuShare": shares}
+        async def pending() -> int:
+            return await fetch_value(bench, PENDING_OF_SQL, kinds)
+
+        mark, backlog = await self._backlog(bench, system, tokens, reviewers, task,
+                                            BACKLOG_PER_PROJECTION * point.count, pending)
+
+        async def left() -> int:
+            return await fetch_value(bench, UNAPPLIED_SQL, kinds, mark["at"])
+
+        shares = await self._drained(task, f"projection ×{point.count}", left, backlog)
+        rows = await fetch_rows(bench, APPLIED_SQL, mark["at"])
+        return {**projection_figures([(r["seconds"], r["events"]) for r in rows], backlog), "cpuShare": shares}
 
     async def _relay_capacity(self, bench: System, system: ConfinedSystem, point: Point, tokens: list[str],
                               reviewers: list[tuple[str, str]], task: Any) -> dict[str, Any]:
-        """The backlog is built with every quota lifted (as fast as the machine allows: it is not what is measured),
-        BACKLOG_PER_RELAY events for each relay, so that its drain under the quotas lasts seconds, not a few passes;
-        the drain's curve is read from the outbox afterwards (scaleout_drain.py)."""
-        target = BACKLOG_PER_RELAY * point.count
+        """BACKLOG_PER_RELAY events for each relay, so that the drain under the quotas lasts seconds, not a few
+        passes; the drain's curve is read from the outbox afterwards (scaleout_drain.py)."""
+
+        async def pending() -> int:
+            return await fetch_value(bench, PENDING_SQL)
+
+        mark, backlog = await self._backlog(bench, system, tokens, reviewers, task, BACKLOG_PER_RELAY * point.count,
+                                            pending)
+        shares = await self._drained(task, f"relay ×{point.count}", pending, backlog)
+        passes = await fetch_rows(bench, PASSES_SQL, point.partitions, mark["at"], mark["last"])
+        return {**drain_figures([(r["partition"], r["seconds"], r["events"]) for r in passes], backlog),
+                "cpuShare": shares}
+
+    async def _backlog(self, bench: System, system: ConfinedSystem, tokens: list[str],
+                       reviewers: list[tuple[str, str]], task: Any, target: int,
+                       pending: Callable[[], Awaitable[int]]) -> tuple[dict[str, Any], int]:
+        """The relays paused while the load runs with every quota lifted (as fast as the machine allows: building
+        the backlog is not what is measured) until `pending()` reaches `target`; the outbox's mark and the backlog
+        when they resume."""
 
         async def enough() -> bool:
-            pending = await fetch_value(bench, PENDING_SQL)
-            self.progress.update(task, status=f"relay paused: a backlog of {pending}/{target} events")
-            return pending >= target
+            now = await pending()
+            self.progress.update(task, status=f"relay paused: a backlog of {now}/{target} events")
+            return now >= target
 
         with system.paused("relay"):
             with self.groups.unconfined():
                 await self._load(bench, tokens, reviewers, "backlog", seconds=BACKLOG_MAX_SECONDS, enough=enough)
-            mark = await fetch_row(bench, MARK_SQL)
-            backlog = await fetch_value(bench, PENDING_SQL)
+            return await fetch_row(bench, MARK_SQL), await pending()
+
+    async def _drained(self, task: Any, label: str, left: Callable[[], Awaitable[int]], backlog: int) -> dict[str, float]:
+        """Until `left()` is 0 (at most DRAIN_SECONDS); each group's CPU share meanwhile."""
         usage = self._usage()
         began = asyncio.get_running_loop().time()
-        while (left := await fetch_value(bench, PENDING_SQL)) > 0:
+        while (now := await left()) > 0:
             if asyncio.get_running_loop().time() - began > DRAIN_SECONDS:
-                raise Unavailable(f"the relays left {left} of a backlog of {backlog} events after {DRAIN_SECONDS:.0f} s")
-            self.progress.update(task, status=f"relay ×{point.count} working off the backlog: {left}/{backlog} left")
+                raise Unavailable(f"{label} left {now} of a backlog of {backlog} events after {DRAIN_SECONDS:.0f} s")
+            self.progress.update(task, status=f"{label} working off the backlog: {now}/{backlog} left")
             await asyncio.sleep(0.5)
-        shares = self._shares(usage)
-        passes = await fetch_rows(bench, PASSES_SQL, point.partitions, mark["at"], mark["last"])
-        return {**drain_figures([(r["partition"], r["seconds"], r["events"]) for r in passes], backlog),
-                "cpuShare": shares}
+        return self._shares(usage)
 
     def _usage(self) -> tuple[float, dict[str, float]]:
         return asyncio.get_running_loop().time(), {name: self.groups.usage(name) for name in self.groups.groups}
@@ -257,8 +280,8 @@ async def fetch_row(bench: System, sql: str, *args: Any) -> dict[str, Any]:  # n
     return (await fetch_rows(bench, sql, *args))[0]
 
 
-async def fetch_value(bench: System, sql: str) -> Any:  # noqa: ANN401 - whatever the one column holds
-    return next(iter((await fetch_row(bench, sql)).values()))
+async def fetch_value(bench: System, sql: str, *args: Any) -> Any:  # noqa: ANN401 - whatever the one column holds
+    return next(iter((await fetch_row(bench, sql, *args)).values()))
 
 
 async def _stop_when(enough: Callable[[], Awaitable[bool]], stop: asyncio.Event, done: asyncio.Event) -> None:
@@ -295,20 +318,6 @@ def spread(run_id: str, cases: int, partitions: int) -> list[str]:
             per[partition] += 1
             chosen.append(case_id)
     return chosen
-
-
-def drain_rate(samples: list[tuple[Any, int]], backlog: int) -> float | None:
-    """Events/s between 10% and 60% of the backlog gone (every replica still busy), from (time, pending) samples."""
-    if backlog <= 0:
-        return None
-    first = next(((t, p) for t, p in samples if p <= backlog * 0.9), None)
-    last = next(((t, p) for t, p in samples if p <= backlog * 0.4), None)
-    if first is not None and last is not None and last[0] > first[0]:
-        return rounded((first[1] - last[1]) / (last[0] - first[0]).total_seconds(), 1)
-    # A backlog gone between two samples: what went over the whole time it took (a lower bound).
-    gone = next(((t, p) for t, p in samples if p <= 0), samples[-1])
-    seconds = (gone[0] - samples[0][0]).total_seconds()
-    return rounded((backlog - gone[1]) / seconds, 1) if seconds > 0 else None
 
 
 async def review(bench: System, case_id: str, token: str, done: asyncio.Event) -> None:
