@@ -38,8 +38,13 @@ async def apply_events(batch: Sequence[tuple[dict[str, Any], int]], uow: Project
     The proposals staged, of whatever cases, go into the search index in one transaction: their pending items
     are read from the proposals as they stand, so whether that happens before or after their cases' other
     events changes nothing. Each case's other events go in a transaction of their own, in stream order,
-    holding that case's view only: replicas with batches of the same cases take turns case by case rather
-    than batch by batch."""
+    holding that case's view only.
+
+    Replicas fetch batches of the same cases, so a first round takes only the cases no other replica holds at
+    that moment and leaves the rest for a second round, which waits for them: replicas work on different cases
+    side by side instead of queueing case after case behind one another (behind a replica whose CPU quota ran out
+    while it held a case, for the rest of the quota's period). A case's events that another replica applies
+    first are caught up from the change log, or skipped as shown already (apply_revision)."""
     together: dict[tuple[str, str | None], list[tuple[dict[str, Any], int]]] = {}
     for envelope, stream_seq in batch:
         if envelope["type"] == EventType.PROPOSAL_STAGED.value:
@@ -48,16 +53,31 @@ async def apply_events(batch: Sequence[tuple[dict[str, Any], int]], uow: Project
             key = ("case", envelope["data"].get("caseId") if envelope["type"] in _OF_A_CASE else None)
         together.setdefault(key, []).append((envelope, stream_seq))
     applied: set[str] = set()
+    later: list[list[tuple[dict[str, Any], int]]] = []
     for events in together.values():
-        applied |= await _apply_together(events, uow)
+        done, left = await _apply_together(events, uow, wait=False)
+        applied |= done
+        if left:
+            later.append(left)
+    for events in later:
+        applied |= (await _apply_together(events, uow, wait=True))[0]
     return applied
 
 
-async def _apply_together(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork) -> set[str]:
+async def _apply_together(batch: Sequence[tuple[dict[str, Any], int]], uow: ProjectionUnitOfWork, *,
+                          wait: bool = True) -> tuple[set[str], list[tuple[dict[str, Any], int]]]:
+    """Apply the events whose cases' views this transaction can hold (all of them when `wait`); the ids applied
+    now, and the events left for later (their cases held by another writer)."""
     async with uow:
+        held = await uow.views.lock_all((e["data"]["caseId"] for e, _ in batch if e["type"] in _OF_A_CASE),
+                                        wait=wait)
+        left = [(e, seq) for e, seq in batch if e["type"] in _OF_A_CASE and e["data"]["caseId"] not in held]
+        if left:
+            batch = [(e, seq) for e, seq in batch if e["type"] not in _OF_A_CASE or e["data"]["caseId"] in held]
+            if not batch:
+                return set(), left  # nothing written: the unit of work rolls back
         applied = await uow.reads.record_all_applied([(e["id"], e["type"], seq) for e, seq in batch])
         fresh = list({e["id"]: e for e, _ in batch if e["id"] in applied}.values())
-        await uow.views.lock_all(e["data"]["caseId"] for e in fresh if e["type"] in _OF_A_CASE)
         staged: list[tuple[str, str]] = []
         for envelope in fresh:
             data = envelope["data"]
@@ -69,7 +89,7 @@ async def _apply_together(batch: Sequence[tuple[dict[str, Any], int]], uow: Proj
                 await uow.search.decide(data["caseId"], data["proposalId"], [*data["accepted"], *data["rejected"]])
         await uow.search.stage_many(staged)
         await uow.commit()
-    return applied
+    return applied, left
 
 
 async def apply_revision(uow: ProjectionUnitOfWork, case_id: str, revision: int, changes: dict[str, Any]) -> None:

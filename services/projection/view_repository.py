@@ -67,8 +67,12 @@ SOURCE_FIELDS = (sources.c.source_id, sources.c.publisher, sources.c.title, sour
                  func.jsonb_array_length(sources.c.transcriptions).label("transcriptions"))
 
 
+# Only the views missing: an INSERT … ON CONFLICT that meets a row another transaction has just updated waits for
+# that transaction to end (to know whether the row is still there), so it would queue behind the view's holder.
 _LOCK_ALL = """
-INSERT INTO case_views (case_id, revision) SELECT unnest(CAST(:case_ids AS text[])), CAST(:never AS bigint) ORDER BY 1
+INSERT INTO case_views (case_id, revision)
+SELECT c.case_id, CAST(:never AS bigint) FROM unnest(CAST(:case_ids AS text[])) AS c(case_id)
+WHERE NOT EXISTS (SELECT 1 FROM case_views v WHERE v.case_id = c.case_id) ORDER BY 1
 ON CONFLICT DO NOTHING
 """
 
@@ -89,15 +93,18 @@ class SqlViews:
             .with_for_update())).one()
         return ViewState(row.revision, row.verdict_id)
 
-    async def lock_all(self, case_ids: Iterable[str]) -> None:
+    async def lock_all(self, case_ids: Iterable[str], *, wait: bool = True) -> set[str]:
         """Hold several cases' views until commit, taken in case id order, so that two writers holding
-        several never wait on each other in a circle."""
+        several never wait on each other in a circle; the cases held. With `wait=False`, only those no other
+        writer holds now (SKIP LOCKED): the caller comes back for the others."""
         ordered = sorted(set(case_ids))
-        if ordered:
-            await self.connection.execute(text(_LOCK_ALL), {"case_ids": ordered, "never": NEVER_BUILT})
-            await self.connection.execute(text(
-                "SELECT case_id FROM case_views WHERE case_id = ANY(CAST(:case_ids AS text[])) "
-                "ORDER BY case_id FOR UPDATE"), {"case_ids": ordered})
+        if not ordered:
+            return set()
+        await self.connection.execute(text(_LOCK_ALL), {"case_ids": ordered, "never": NEVER_BUILT})
+        held = await self.connection.execute(text(
+            "SELECT case_id FROM case_views WHERE case_id = ANY(CAST(:case_ids AS text[])) "
+            f"ORDER BY case_id FOR UPDATE{'' if wait else ' SKIP LOCKED'}"), {"case_ids": ordered})
+        return {row.case_id for row in held}
 
     async def state(self, case_id: str) -> ViewState | None:
         row = (await self.connection.execute(

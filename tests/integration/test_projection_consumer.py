@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import text
 
 from services.projection import read_models
@@ -122,7 +124,9 @@ async def projected_state(stack, cases: list[str]) -> list[list]:
         return [(await conn.execute(text(sql), {"cases": cases})).all() for sql in (SEARCH_ROWS, WORDS, VIEWS)]
 
 
-async def test_a_batch_of_events_of_several_cases_applies_as_the_events_one_by_one_and_only_once(stack):
+async def two_cases_forgotten(stack) -> tuple[list, list[str], list[list]]:
+    """Two cases' events of every type the projection applies, what it made of them one by one, and then those
+    events forgotten (inbox, views and search rows gone) so that they can be applied again."""
     async with agent_session(stack) as first, agent_session(stack) as second:
         for n in range(2):
             await first.stage("stage_sources", sources=[source_item(f"first-{n}")])
@@ -143,10 +147,45 @@ async def test_a_batch_of_events_of_several_cases_applies_as_the_events_one_by_o
                            {"ids": [e["id"] for e, _ in batch]})
         for table in ("search_records", "search_words", "case_views"):
             await conn.execute(text(f"DELETE FROM {table} WHERE case_id = ANY(:cases)"), {"cases": cases})
+    return batch, cases, one_by_one
 
-    uow = SqlProjectionUnitOfWork(stack.db, Origin(Subjects(stack.settings.nats_prefix), "tests"))
+
+def projection_uow(stack) -> SqlProjectionUnitOfWork:
+    return SqlProjectionUnitOfWork(stack.db, Origin(Subjects(stack.settings.nats_prefix), "tests"))
+
+
+async def test_a_batch_of_events_of_several_cases_applies_as_the_events_one_by_one_and_only_once(stack):
+    batch, cases, one_by_one = await two_cases_forgotten(stack)
+    uow = projection_uow(stack)
     applied = await read_models.apply_events(batch + batch[:2], uow)  # two of them delivered twice
     assert applied == {e["id"] for e, _ in batch}
     assert await projected_state(stack, cases) == one_by_one
     assert await read_models.apply_events(batch, uow) == set()  # redelivered: nothing applies twice
+    assert await projected_state(stack, cases) == one_by_one
+
+
+async def test_a_case_another_replica_holds_is_passed_over_until_the_rest_of_the_batch_is_applied(stack):
+    batch, (first, second), one_by_one = await two_cases_forgotten(stack)
+    async with stack.db.engine.begin() as conn:  # the first case's view, never built
+        await conn.execute(text("INSERT INTO case_views (case_id, revision) VALUES (:c, -1)"), {"c": first})
+    async with stack.db.engine.begin() as other:  # another replica, mid-transaction on the first case
+        await other.execute(text("SELECT 1 FROM case_views WHERE case_id = :c FOR UPDATE"), {"c": first})
+        applying = asyncio.create_task(read_models.apply_events(batch, projection_uow(stack)))
+        shown = dict(one_by_one[2])[second]
+        for _ in range(200):  # the second case's view is built while the first is held
+            if await view_revision(stack, second) == shown:
+                break
+            await asyncio.sleep(0.05)
+        assert await view_revision(stack, second) == shown, "the free case is applied without waiting"
+        assert not applying.done(), "the held case is waited for"
+    assert await asyncio.wait_for(applying, 10) == {e["id"] for e, _ in batch}
+    assert await projected_state(stack, [first, second]) == one_by_one
+
+
+async def test_replicas_applying_one_stream_side_by_side_apply_each_event_once_as_one_would(stack):
+    batch, cases, one_by_one = await two_cases_forgotten(stack)
+    # Two replicas, each fetching every other event (a case's events split between them, in any order).
+    halves = [batch[0::2], batch[1::2]]
+    applied = await asyncio.gather(*(read_models.apply_events(half, projection_uow(stack)) for half in halves))
+    assert applied[0] | applied[1] == {e["id"] for e, _ in batch} and not applied[0] & applied[1]
     assert await projected_state(stack, cases) == one_by_one
