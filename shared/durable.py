@@ -61,9 +61,6 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idl
                     await on_idle(subscription)
                 continue
             except nats.errors.ConnectionClosedError:
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise asyncio.CancelledError from None  # nats-py's name for a wait cancelled as it closed
                 return  # closed by shutdown: nothing more will arrive
             except nats.errors.Error as error:
                 log.warning(f"{service}_fetch_failed", error=repr(error))

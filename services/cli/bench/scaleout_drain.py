@@ -27,14 +27,14 @@ BACKLOG_PER_PROJECTION = 1_000  # events the projection applies: ten seconds and
 BACKLOG_MAX_SECONDS = 240.0  # building it stops here, whatever it holds by then
 MARK_SQL = "SELECT now() AS at, coalesce(max(id), 0) AS last FROM outbox"
 PENDING_SQL = "SELECT count(*) FROM outbox WHERE published_at IS NULL"
-# The events of the given types not yet published (those the projection will apply), and those it applied since a
-# time, by the time each was applied (its transaction's start).
+# The events of the given kinds (those the projection applies) not yet published.
 PENDING_OF_SQL = "SELECT count(*) FROM outbox WHERE published_at IS NULL AND event_type = ANY($1::text[])"
 # The backlog's events not applied yet: every event of those kinds published after the relays resumed (or not yet)
 # must reach the inbox. (A relay stopped mid-pass has events in the stream whose rows it marks only once resumed.)
 UNAPPLIED_SQL = ("SELECT count(*) FROM outbox o WHERE o.event_type = ANY($1::text[]) "
                  "AND (o.published_at IS NULL OR o.published_at >= $2) "
                  "AND NOT EXISTS (SELECT 1 FROM projection_inbox i WHERE i.event_id = o.event_id)")
+# The events the projection applied since a time, by when each was applied (its transaction's start).
 APPLIED_SQL = ("SELECT extract(epoch FROM applied_at - $1)::float8 AS seconds, count(*) AS events FROM projection_inbox "
                "WHERE applied_at >= $1 GROUP BY 1 ORDER BY 1")
 # The backlog: the rows unsent when the relays resumed (`last`, `at`), each pass's rows by partition.
