@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
 import signal
@@ -72,6 +73,28 @@ def pytest_testnodedown(node, error) -> None:  # noqa: ANN001
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
     for line in dict.fromkeys(SERVERS_USED):
         terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # noqa: ANN001
+    """Under pytest-xdist, a test marked `alone` runs while no other worker runs one: it waits for the tests
+    running elsewhere to end, and the others wait for it. A bound on time that such a test checks is then met on
+    the machine its criterion describes (its own busy loops, say), not on whatever another worker's test adds.
+
+    Two lock files in the controller's temporary root: each test holds `room` shared from its fixtures' set-up to
+    their teardown; an `alone` test takes `gate` first, which keeps new tests out while it waits for `room`."""
+    if getattr(item.config, "workerinput", None) is None:
+        return (yield)
+    shared_dir = Path(item.config.option.basetemp).parent  # each worker's root is in the controller's
+    with open(shared_dir / "tests-gate.lock", "a") as gate, open(shared_dir / "tests-room.lock", "a") as room:
+        if item.get_closest_marker("alone"):
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(room, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(room, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        return (yield)  # closing the files releases what is still held
 
 
 @pytest.fixture(scope="session")

@@ -69,6 +69,9 @@ def pooler_connect_args() -> dict[str, Any]:
     }
 
 
+PING_TIMEOUT = 2.0  # seconds a readiness probe waits for PostgreSQL, as for NATS
+
+
 class Database:
     """The service's handle on PostgreSQL: a SQLAlchemy engine, and for hot paths a plain asyncpg pool."""
 
@@ -149,10 +152,19 @@ class Database:
             async with connection.begin():
                 yield connection
 
-    async def ping(self) -> bool:
-        """PostgreSQL answers (a readiness probe)."""
-        async with self.engine.connect() as connection:
-            await connection.exec_driver_sql("SELECT 1")
+    async def ping(self, timeout: float = PING_TIMEOUT) -> bool:
+        """PostgreSQL answers (a readiness probe), within `timeout` seconds.
+
+        One round trip: a simple query on the asyncpg pool, with no transaction to begin and roll back and
+        nothing to prepare (the engine's way costs three). On a loaded machine each round trip waits for a
+        server process to be scheduled, so a probe's time is mostly the number of its round trips."""
+        async with asyncio.timeout(timeout):
+            if self.url is None:  # a Database built from an engine alone
+                async with self.engine.connect() as connection:
+                    await connection.exec_driver_sql("SELECT 1")
+                return True
+            async with self.connection() as connection:
+                await connection.execute("SELECT 1")
         return True
 
     async def dispose(self) -> None:
