@@ -32,9 +32,9 @@ search_records = Table(
 Index("ix_search_records_id", search_records.c.case_id, search_records.c.record_id)
 # The GIN indexes take each change at once (no pending list a search would read through after many writes).
 Index("ix_search_records_tsv", search_records.c.tsv, postgresql_using="gin", postgresql_with={"fastupdate": "off"})
-Index("ix_search_records_claim_text", search_records.c.dup_key, postgresql_using="gin",
-      postgresql_ops={"dup_key": "gin_trgm_ops"}, postgresql_where=search_records.c.kind == "claim",
-      postgresql_with={"fastupdate": "off"})
+# A claim's most similar claims in its case, nearest first (threadline_similar_claims; btree_gist for the case).
+Index("ix_search_records_claim_knn", search_records.c.case_id, search_records.c.dup_key, postgresql_using="gist",
+      postgresql_ops={"dup_key": "gist_trgm_ops(siglen=64)"}, postgresql_where=search_records.c.kind == "claim")
 Index("ix_search_records_source_url", search_records.c.case_id, search_records.c.dup_key,
       postgresql_where=search_records.c.kind == "source")
 
