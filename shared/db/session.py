@@ -158,13 +158,8 @@ class Database:
         One round trip: a simple query on the asyncpg pool, with no transaction to begin and roll back and
         nothing to prepare (the engine's way costs three). On a loaded machine each round trip waits for a
         server process to be scheduled, so a probe's time is mostly the number of its round trips."""
-        async with asyncio.timeout(timeout):
-            if self.url is None:  # a Database built from an engine alone
-                async with self.engine.connect() as connection:
-                    await connection.exec_driver_sql("SELECT 1")
-                return True
-            async with self.connection() as connection:
-                await connection.execute("SELECT 1")
+        async with asyncio.timeout(timeout), self.connection() as connection:
+            await connection.execute("SELECT 1")
         return True
 
     async def dispose(self) -> None:
