@@ -41,6 +41,8 @@ def groups_of(pid: int) -> list[Path]:
     (("--service", "webhooks"), "the services that can be swept are staging, gateway, relay, projection"),
     (("--max-replicas", "3"), "a power of two"),
     (("--rounds", "0"), "--rounds must be at least 1"),
+    (("--service", "staging", "--hold", "staging=1"), "--hold staging=1: staging is the service swept"),
+    (("--hold", "webhooks=1"), "the services that can be held are gateway, staging, relay, projection, review"),
     (("--max-replicas", "64"), "the machine cannot hold"),
     (("--quota", str(os.cpu_count())), "the machine cannot hold"),
     (("--cgroup-root", "/nonexistent"), "no cgroup v1 cpu controller at /nonexistent/cpu"),

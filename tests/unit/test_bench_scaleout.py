@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from rich.console import Console
 
 from services.cli.bench.scaleout import failed, median_window, sweeps
 from services.cli.bench.scaleout_drain import drain_figures, projection_figures
-from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan
+from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan, parse_hold
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
 
 
@@ -37,6 +39,31 @@ def test_the_default_quota_fits_every_process_and_the_load_generator_under_the_c
 def test_what_cannot_run_is_refused_with_the_reason(arguments, said):
     with pytest.raises(PlanError, match=said):
         make_plan(**{"quota": None, "service": None, "cores": 2, **arguments})
+
+
+def test_a_held_service_stays_at_its_replicas_in_every_point_and_is_not_swept():
+    plan = make_plan(quota=None, service=None, cores=2, hold=parse_hold("staging=1, review=2"))
+    assert [p.service for p in plan.points] == ["gateway"] * 3 + ["relay"] * 3 + ["projection"] * 3
+    assert all(p.replicas["staging"] == 1 and p.replicas["review"] == 2 for p in plan.points)
+    relay_4 = next(p for p in plan.points if p.service == "relay" and p.count == 4)
+    assert relay_4.replicas["gateway"] == 4 and relay_4.replicas["projection"] == 4 and relay_4.partitions == 4
+    assert plan.hold == {"staging": 1, "review": 2} and plan.largest < 2
+    assert plan.quota >= make_plan(quota=None, service=None, cores=2).quota, "fewer processes, no smaller a quota"
+    assert parse_hold(None) == {} and parse_hold("") == {}
+
+
+@pytest.mark.parametrize(("hold", "arguments", "said"), [
+    ("webhooks=1", {}, "the services that can be held are gateway, staging, relay, projection, review"),
+    ("staging", {}, "give SERVICE=REPLICAS"),
+    ("staging=one", {}, "give SERVICE=REPLICAS"),
+    ("staging=0", {}, "at least 1 replica"),
+    ("staging=1,staging=2", {}, "staging is held twice"),
+    ("relay=1", {"service": "relay"}, "relay is the service swept"),
+    ("review=8", {}, "at most at --max-replicas (4)"),
+])
+def test_a_hold_that_cannot_be_followed_is_refused_with_the_reason(hold, arguments, said):
+    with pytest.raises(PlanError, match=re.escape(said)):
+        make_plan(**{"quota": None, "service": None, "cores": 2, "hold": parse_hold(hold), **arguments})
 
 
 def test_a_point_is_its_median_window_with_every_windows_errors():
@@ -131,3 +158,19 @@ def test_a_point_that_could_not_be_measured_is_reported_with_why_and_the_others_
     console.print(sweep_table(report))
     assert "not measured: RuntimeError: get_workspace was refused (unavailable)" in console.export_text()
     assert "1→2 —" in summary_lines(report)[0]
+
+
+def test_a_doubling_of_a_service_that_is_not_the_bottleneck_says_which_one_is():
+    def held(replicas: int, calls: float) -> dict:
+        measured = point("relay", replicas, calls, capacity=300.0 * replicas)
+        return {**measured, "bottleneck": "staging", "cpuShare": {"staging": 0.98, "relay": 0.2}}
+
+    (relay,) = sweeps([held(1, 19.0), held(2, 19.5)])
+    (doubling,) = relay["doublings"]
+    assert doubling["sweptIsBottleneck"] is False and doubling["bottlenecks"] == ["staging", "staging"]
+    report = {"sweeps": [relay], "machineBefore": {"loadAverage1m": 0.3}, "machineAfter": {"loadAverage1m": 1.0},
+              "cores": 2, "held": {"staging": 1}}
+    assert "calls/s +3%; not the bottleneck: staging)" in summary_lines(report)[0]
+    staging = sweeps([point("staging", 1, 19.0), point("staging", 2, 36.0)])[0]
+    assert staging["doublings"][0]["sweptIsBottleneck"] is True
+    assert "not the bottleneck" not in summary_lines({**report, "sweeps": [staging]})[0]

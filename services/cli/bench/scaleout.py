@@ -93,7 +93,8 @@ class ScaleoutBench:
             shutil.rmtree(scratch, ignore_errors=True)
         return {"cores": self.plan.cores, "quotas": self.plan.quotas, "largestTotalQuota": self.plan.largest,
                 "agents": self.plan.agents, "seconds": self.plan.seconds, "cases": self.plan.cases,
-                "heldAt": self.plan.max_replicas, "machineBefore": before, "machineAfter": machine(),
+                "heldAt": self.plan.max_replicas, "held": self.plan.hold, "machineBefore": before,
+                "machineAfter": machine(),
                 "sweeps": sweeps(points)}
 
     async def point(self, point: Point, data_dir: Path) -> dict[str, Any]:
@@ -366,6 +367,9 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for low, high in zip(mine, mine[1:], strict=False):
             a, b = throughput(low), throughput(high)
             doublings.append({"from": low["replicas"], "to": high["replicas"],
+                              "bottlenecks": [low.get("bottleneck"), high.get("bottleneck")],
+                              "sweptIsBottleneck": any(is_replica_of(p.get("bottleneck"), service)
+                                                       for p in (low, high)),
                               "speedup": rounded(b / a) if a and b else None,
                               "efficiency": rounded(b / (2 * a)) if a and b else None,
                               "callsChange": rounded(high["callsPerSecond"] / low["callsPerSecond"] - 1)
@@ -373,6 +377,12 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"service": service, "measure": "events/s (capacity)" if service in DECIDING else "calls/s",
                     "points": mine, "doublings": doublings})
     return out
+
+
+def is_replica_of(group: str | None, service: str) -> bool:
+    """Whether a CPU group (`staging`, `staging-2`, …) is one of `service`'s replicas."""
+    return group is not None and (group == service or (group.rpartition("-")[0] == service
+                                                       and group.rpartition("-")[2].isdigit()))
 
 
 def failed(error: BaseException) -> dict[str, Any]:

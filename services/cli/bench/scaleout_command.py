@@ -19,6 +19,10 @@ def scaleout(
                                                      "projection (default: each in turn).")] = None,
     max_replicas: Annotated[int, typer.Option(help="Double the swept service's replicas up to this many; the "
                                                    "others are held at it.")] = 4,
+    hold: Annotated[str | None, typer.Option(help="Hold services at fewer replicas, e.g. staging=1: that service "
+                                                  "is then the bottleneck, and the sweep shows what doubling one "
+                                                  "that is not does to throughput (gateway, staging, relay, "
+                                                  "projection, review).")] = None,
     agents: Annotated[int, typer.Option(help="Concurrent agents staging (official MCP client).")] = 64,
     seconds: Annotated[float, typer.Option(help="Seconds per measured window.")] = 15.0,
     cases: Annotated[int, typer.Option(help="Cases the agents are spread over.")] = 16,
@@ -36,13 +40,13 @@ def scaleout(
 
     from services.cli.bench.cgroups import CgroupError, check_writable
     from services.cli.bench.scaleout import run_scaleout
-    from services.cli.bench.scaleout_plan import PlanError, make_plan
+    from services.cli.bench.scaleout_plan import PlanError, make_plan, parse_hold
     from services.cli.bench.scaleout_report import draw, quota_table, summary_lines, sweep_table
     from services.cli.running import run
 
     try:
         plan = make_plan(quota=quota, service=service, max_replicas=max_replicas, agents=agents, seconds=seconds,
-                         cases=cases, rounds=rounds, cgroup_root=cgroup_root)
+                         cases=cases, rounds=rounds, cgroup_root=cgroup_root, hold=parse_hold(hold))
         check_writable(cgroup_root)
     except (PlanError, CgroupError) as error:
         typer.secho(f"error: {error}", fg="red", err=True)

@@ -17,7 +17,8 @@ def quota_table(report: dict[str, Any]) -> Table:
     quotas = report["quotas"]
     table = Table(title=f"bench scaleout: CPU quotas (cgroup cpu.cfs_quota_us) on {report['cores']} cores; "
                         f"{report['agents']} agents over {report['cases']} cases, {report['seconds']:g} s per "
-                        f"window; the other services held at {report['heldAt']} replicas", title_justify="left")
+                        f"window; the other services held at {report['heldAt']} replicas{held_note(report)}",
+                  title_justify="left")
     for column in ("process", "cores each"):
         table.add_column(column, justify="left" if column == "process" else "right")
     table.add_row("each service replica and `up`", f"{quotas['service']:g}")
@@ -25,6 +26,11 @@ def quota_table(report: dict[str, Any]) -> Table:
         table.add_row("load generator (the bench)" if name == "load" else name, f"{quotas[name]:g}")
     table.add_row("all together, largest point", f"{report['largestTotalQuota']:g}")
     return table
+
+
+def held_note(report: dict[str, Any]) -> str:
+    held = report.get("held") or {}
+    return f" ({', '.join(f'{name} at {n}' for name, n in held.items())})" if held else ""
 
 
 def sweep_table(report: dict[str, Any]) -> Table:
@@ -50,7 +56,9 @@ def sweep_table(report: dict[str, Any]) -> Table:
 def own_share(point: dict[str, Any]) -> str:
     """The swept service's replicas' CPU over their quota (in the capacity window for relay and projection)."""
     shares = (point.get("capacity") or point).get("cpuShare", {})
-    mine = [v for name, v in shares.items() if name == point["service"] or name.rpartition("-")[0] == point["service"]]
+    from services.cli.bench.scaleout import is_replica_of
+
+    mine = [v for name, v in shares.items() if is_replica_of(name, point["service"])]
     return " ".join(f"{v:.0%}" for v in mine) or "—"
 
 
@@ -58,12 +66,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for sweep in report["sweeps"]:
         steps = ", ".join(f"{d['from']}→{d['to']} {times(d['speedup'])} (efficiency {figure(d['efficiency'], digits=2)}"
-                          f", calls/s {_signed(d['callsChange'])})" for d in sweep["doublings"])
+                          f", calls/s {_signed(d['callsChange'])}{_not_bottleneck(d)})" for d in sweep["doublings"])
         lines.append(f"{sweep['service']} ({sweep['measure']}): {steps}")
     before, after = report["machineBefore"], report["machineAfter"]
     lines.append(f"load average before {before['loadAverage1m']}, after {after['loadAverage1m']} "
                  f"({report['cores']} cores)")
     return lines
+
+
+def _not_bottleneck(doubling: dict[str, Any]) -> str:
+    """Beside a doubling of a service that was not the bottleneck at either point: which group was."""
+    if doubling.get("sweptIsBottleneck", True) or not all(doubling.get("bottlenecks") or [None]):
+        return ""
+    return f"; not the bottleneck: {' then '.join(dict.fromkeys(doubling['bottlenecks']))}"
 
 
 def _signed(change: float | None) -> str:
