@@ -32,6 +32,21 @@ Batch = Callable[[JetStreamContext, list[Any]], Awaitable[None]]
 Idle = Callable[[Any], Awaitable[None]]
 
 
+async def bind(js: JetStreamContext, stream: str, consumer: str, service: str) -> Any:  # noqa: ANN401 - nats-py's
+    """A pull subscription bound to the durable `consumer` of `stream`, waiting (and saying to run `migrate`) while
+    it does not exist."""
+    while True:
+        try:
+            subscription = await js.pull_subscribe_bind(consumer, stream=stream)
+        except NotFoundError:
+            log.error(f"{service}_consumer_missing", stream=stream, consumer=consumer,
+                      hint="run `threadline migrate` to provision the streams and their consumers")
+            await asyncio.sleep(MISSING_RETRY_SECONDS)
+        else:
+            log.info(f"{service}_consumer_started", stream=stream, consumer=consumer)
+            return subscription
+
+
 async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idle | None = None, *,
                linger: float = 0.0) -> None:
     """Fetch from `consumer` until the connection closes; `on_idle(subscription)` runs when a fetch finds nothing.
@@ -44,15 +59,7 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idl
     connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
     try:
         js = connection.jetstream()
-        while True:
-            try:
-                subscription = await js.pull_subscribe_bind(consumer, stream=ctx.settings.stream_name)
-                break
-            except NotFoundError:
-                log.error(f"{service}_consumer_missing", stream=ctx.settings.stream_name,
-                          hint="run `threadline migrate` to provision the stream and its consumers")
-                await asyncio.sleep(MISSING_RETRY_SECONDS)
-        log.info(f"{service}_consumer_started", stream=ctx.settings.stream_name)
+        subscription = await bind(js, ctx.settings.stream_name, consumer, service)
         while True:
             try:
                 messages = await subscription.fetch(BATCH, timeout=FETCH_WAIT_SECONDS)

@@ -24,7 +24,7 @@ from faststream.nats.security import NatsCredentials, NatsUserPassword
 
 from shared.logging import get_logger
 from shared.settings import Settings
-from shared.streams import PROJECTION_CONSUMER, WEBHOOKS_CONSUMER
+from shared.streams import LEGACY_PROJECTION_CONSUMER, WEBHOOKS_CONSUMER, projection_stream_name
 from shared.subjects import BACKEND_SERVICES, Command, Service, Subjects
 
 log = get_logger(__name__)
@@ -34,8 +34,9 @@ OPERATOR = "operator"  # the CLI: migrate, case create, events tail, bench, demo
 SUBSCRIBER = "subscriber"  # a downstream system: reads the event stream, nothing else
 
 # The durable consumers of the event stream that belong to a service: only that service (and the operator,
-# who provisions them) may pull from, acknowledge on, recreate or delete them.
-DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: PROJECTION_CONSUMER,
+# who provisions them) may pull from, acknowledge on, recreate or delete them. (The projection's consumers are on a
+# stream of its own, which only it and the operator may touch; the name it had on the event stream stays denied.)
+DURABLE_CONSUMERS: dict[Service, str] = {Service.PROJECTION: LEGACY_PROJECTION_CONSUMER,
                                          Service.WEBHOOKS: WEBHOOKS_CONSUMER}
 # Commands a backend service sends to another one.
 CALLS: dict[Service, tuple[Command, ...]] = {Service.THESIS_DELTA: (Command.GET_COMPANY_CONTEXT,)}
@@ -121,6 +122,9 @@ def permissions(role: str, settings: Settings) -> Permissions:
                         f"{api}.STREAM.MSG.GET.{stream}", f"{api}.CONSUMER.*.{stream}",
                         f"{api}.CONSUMER.*.{stream}.>", f"{api}.CONSUMER.DURABLE.CREATE.{stream}.*",
                         f"{api}.CONSUMER.MSG.NEXT.{stream}.*", f"$JS.ACK.{stream}.>", f"$JS.FC.{stream}.>"]
+        projection = projection_stream_name(settings)  # the projection's stream and its partitions' consumers
+        provisioning += [f"{api}.STREAM.*.{projection}", f"{api}.CONSUMER.*.{projection}",
+                         f"{api}.CONSUMER.*.{projection}.>", f"{api}.CONSUMER.DURABLE.CREATE.{projection}.*"]
         return Permissions([*commands, *provisioning], [], [*reader.subscribe, inbox])
     service = Service(role)
     if service not in BACKEND_SERVICES:
@@ -133,7 +137,11 @@ def permissions(role: str, settings: Settings) -> Permissions:
         subscribe.append(subjects.outbox_committed)  # every relay hears it; the leader acts on it
     else:
         publish.append(subjects.outbox_committed)  # after a commit that stored events: wake the relay
-    if service in DURABLE_CONSUMERS:
+    if service is Service.PROJECTION:  # its partitions' consumers, on its own stream
+        projection = projection_stream_name(settings)
+        publish += [f"$JS.API.CONSUMER.MSG.NEXT.{projection}.*", f"$JS.API.CONSUMER.INFO.{projection}.*",
+                    f"$JS.ACK.{projection}.>"]
+    elif service in DURABLE_CONSUMERS:
         durable = DURABLE_CONSUMERS[service]
         publish += [f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}", f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
                     f"$JS.ACK.{stream}.{durable}.>"]

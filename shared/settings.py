@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Each case's or company's events go through one of these partitions; one relay leads each (every relay of
     # a deployment must agree on the number).
     relay_partitions: int = Field(default=16, ge=1, le=4096)
+    # Each case's events reach the projection through one of these partitions (a consumer each, led by one
+    # projection replica): shared/streams.py. `migrate` makes them; every replica must agree on the number.
+    projection_partitions: int = Field(default=8, ge=1, le=256)
     operation_ttl_seconds: int = 24 * 3600
     auth_cache_seconds: float = 2.0
     # Tests only: `exit_after_commit:stage_claims,…` makes a service process exit right after committing
@@ -65,7 +68,7 @@ class Settings(BaseSettings):
     # Operations beyond one machine. The event stream's replicas: unset keeps what the stream has (1 for a
     # new one), so `migrate` never undoes an operator's change; 3 on a three-server NATS cluster.
     events_replicas: int | None = Field(default=None, ge=1, le=5)
-    # A direct (session) connection for the relay's advisory lock, when database_url is a
+    # A direct (session) connection for the relay's and the projection's advisory locks, when database_url is a
     # transaction pooler; with database_transaction_pooler every other connection goes through it
     # without server-side statement caches.
     relay_database_url: str | None = None

@@ -6,6 +6,15 @@ The duplicate window (THREADLINE_EVENTS_DUPLICATE_WINDOW_SECONDS, 24 h by defaul
 relay may re-publish an event it had sent but not yet marked and still have JetStream drop the copy.
 Replicas: THREADLINE_EVENTS_REPLICAS (3 on a three-server cluster); unset, `migrate` keeps the stream's
 own count, so an operator's `nats stream edit --replicas` is never undone.
+
+The projection reads the events it applies from a stream of its own, `<stream>_PROJECTION`, which sources them
+from the event stream with each case's events under a partition of the case id
+(`<prefix>.projection.<p>.case.<caseId>.<type>`, nats-server's `partition()` subject transform:
+THREADLINE_PROJECTION_PARTITIONS of them). Each partition has a durable consumer, `projection-<p>`, led by one
+projection replica at a time (services/projection/partitions.py), so a case's events are applied by one replica
+and replicas never wait on each other's cases. Subscribers never see that stream; the event stream's subjects are
+the contract's. Another partition count makes the projection's stream again (its consumers start over from the
+event stream's first event, which the projection skips through: it has applied them).
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from nats.js.api import (
     RetentionPolicy,
     StorageType,
     StreamConfig,
+    StreamSource,
+    SubjectTransform,
 )
 from nats.js.errors import APIError, NotFoundError
 
@@ -26,7 +37,8 @@ from shared.events import EventType
 from shared.settings import Settings
 from shared.subjects import Subjects
 
-PROJECTION_CONSUMER = "projection"
+LEGACY_PROJECTION_CONSUMER = "projection"  # the event stream's one projection consumer, before partitions
+PROJECTION_CONSUMER_PREFIX = "projection-"  # projection-<p>: each partition's consumer of the projection's stream
 WEBHOOKS_CONSUMER = "webhooks"
 PROJECTION_EVENT = EventType.LEDGER_CHANGED  # all the case views need: each case's ledger changes
 # ... and the search index: proposals staged (their pending items) and decided
@@ -64,9 +76,36 @@ def _durable(name: str, description: str, filter_subject: str | list[str]) -> Co
                              else {"filter_subject": filter_subject}))
 
 
-def projection_consumer_config(settings: Settings) -> ConsumerConfig:
-    return _durable(PROJECTION_CONSUMER, "The projection service's read models",
-                    [Subjects(settings.nats_prefix).case_event("*", event) for event in PROJECTION_EVENTS])
+def projection_stream_name(settings: Settings) -> str:
+    return f"{settings.stream_name}_PROJECTION"
+
+
+def projection_consumer(partition: int) -> str:
+    return f"{PROJECTION_CONSUMER_PREFIX}{partition}"
+
+
+def projection_stream_config(settings: Settings, *, replicas: int = 1) -> StreamConfig:
+    """The projection's stream: the events it applies, sourced from the event stream, each case's under its
+    partition. No subjects of its own (nothing is published to it), the event stream's age limit."""
+    subjects, count = Subjects(settings.nats_prefix), settings.projection_partitions
+    transforms = [SubjectTransform(src=subjects.case_event("*", event),
+                                   dest=subjects.projection_event(f"{{{{partition({count},1)}}}}", "{{wildcard(1)}}",
+                                                                  event))
+                  for event in PROJECTION_EVENTS]
+    return StreamConfig(
+        name=projection_stream_name(settings),
+        description=f"The projection's events, each case's in one of {count} partitions (sourced from "
+                    f"{settings.stream_name})",
+        sources=[StreamSource(name=settings.stream_name, subject_transforms=transforms)],
+        retention=RetentionPolicy.LIMITS, storage=StorageType.FILE, discard=DiscardPolicy.OLD,
+        max_age=settings.events_max_age_days * 86400.0, max_msgs=-1, max_bytes=-1, max_msg_size=-1,
+        num_replicas=replicas,
+    )
+
+
+def projection_consumer_config(settings: Settings, partition: int) -> ConsumerConfig:
+    return _durable(projection_consumer(partition), f"The projection's read models: partition {partition}",
+                    Subjects(settings.nats_prefix).projection_event(partition))
 
 
 def webhooks_consumer_config(settings: Settings) -> ConsumerConfig:
@@ -84,11 +123,37 @@ async def provision(js: JetStreamContext, settings: Settings) -> None:
     else:
         config = stream_config(settings, replicas=existing.config.num_replicas)
         await js.update_stream(config)
-    try:
-        await js.add_consumer(config.name, projection_consumer_config(settings))
-    except APIError:
-        # A consumer of an older configuration the server will not update in place (its filter): made
-        # again from the stream's start, which the projection's views skip through (older revisions).
-        await js.delete_consumer(config.name, PROJECTION_CONSUMER)
-        await js.add_consumer(config.name, projection_consumer_config(settings))
     await js.add_consumer(config.name, webhooks_consumer_config(settings))
+    await _provision_projection(js, settings, config.num_replicas or 1)
+
+
+async def _provision_projection(js: JetStreamContext, settings: Settings, replicas: int) -> None:
+    """The projection's stream and its partitions' consumers; the event stream's projection consumer from before
+    partitions goes (a projection replica of that version waits, saying to run `migrate`)."""
+    wanted = projection_stream_config(settings, replicas=replicas)
+    try:
+        existing = await js.stream_info(wanted.name)
+    except NotFoundError:
+        await js.add_stream(wanted)
+    else:
+        if _transforms(existing.config) != _transforms(wanted):  # another partition count: made again
+            await js.delete_stream(wanted.name)
+            await js.add_stream(wanted)
+        else:
+            await js.update_stream(wanted)
+    for partition in range(settings.projection_partitions):
+        consumer = projection_consumer_config(settings, partition)
+        try:
+            await js.add_consumer(wanted.name, consumer)
+        except APIError:  # of an older configuration the server will not update in place: made again
+            await js.delete_consumer(wanted.name, consumer.durable_name)
+            await js.add_consumer(wanted.name, consumer)
+    try:
+        await js.delete_consumer(settings.stream_name, LEGACY_PROJECTION_CONSUMER)
+    except NotFoundError:
+        pass
+
+
+def _transforms(config: StreamConfig) -> list[tuple[str, str]]:
+    return sorted((t.src or "", t.dest or "") for source in config.sources or []
+                  for t in source.subject_transforms or [])

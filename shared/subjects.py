@@ -135,6 +135,12 @@ class Subjects:
     def company_events(self, company_id: str) -> str:
         return f"{self.prefix}.events.company.{company_id}.>"
 
+    def projection_event(self, partition: int | str, case_id: str = "*", event_type: str = "") -> str:
+        """Where the projection's own stream keeps a case's event (every event of the partition's cases when no
+        type is given): shared/streams.py. Never published to: the stream sources the event stream."""
+        tail = event_suffix(event_type) if event_type else ">"
+        return f"{self.prefix}.projection.{partition}.case.{case_id}.{tail}"
+
     def webhook_event(self, webhook_id: str, event_type: str) -> str:
         return f"{self.prefix}.events.webhook.{webhook_id}.{event_suffix(event_type)}"
 

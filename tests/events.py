@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from shared.db.tables import outbox
 from shared.settings import Settings
+from shared.streams import projection_consumer, projection_stream_name
 from tests.support import connect_nats
 
 T = TypeVar("T")
@@ -70,21 +71,31 @@ async def wait_until_published(db, timeout: float = 60) -> None:  # noqa: ANN001
         await asyncio.sleep(0.1)
 
 
+async def projection_backlog(js, settings: Settings) -> tuple[int, int, int]:  # noqa: ANN001
+    """(events the projection's stream has yet to source, events its partitions' consumers have yet to deliver,
+    delivered but unacknowledged)."""
+    info = await js.stream_info(projection_stream_name(settings))
+    unsourced = sum(source.lag or 0 for source in info.sources or [])
+    consumers = [await js.consumer_info(info.config.name, projection_consumer(p))
+                 for p in range(settings.projection_partitions)]
+    return unsourced, sum(c.num_pending for c in consumers), sum(c.num_ack_pending for c in consumers)
+
+
 async def wait_until_projected(settings: Settings, timeout: float = 60) -> None:
-    """Until the projection's durable consumer has acknowledged every event in the stream."""
+    """Until the projection has sourced every event of the stream it applies and acknowledged each."""
     connection = await connect_nats(settings)
     try:
         js = connection.jetstream()
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             try:
-                info = await js.consumer_info(settings.stream_name, "projection")
+                backlog = await projection_backlog(js, settings)
             except NatsTimeout:  # a cluster that lost a server answers once it has elected leaders
-                info = None
-            if info is not None and info.num_pending == 0 and info.num_ack_pending == 0:
+                backlog = None
+            if backlog == (0, 0, 0):
                 return
             if asyncio.get_running_loop().time() > deadline:
-                behind = f"{info.num_pending} pending, {info.num_ack_pending} unacked" if info else "no answer"
+                behind = ("{} unsourced, {} pending, {} unacked".format(*backlog) if backlog else "no answer")
                 raise TimeoutError(f"projection behind: {behind}")
             await asyncio.sleep(0.1)
     finally:
@@ -97,7 +108,8 @@ async def wait_until_redelivered(settings: Settings, timeout: float = 30) -> Non
     try:
         js = connection.jetstream()
         deadline = asyncio.get_running_loop().time() + timeout
-        while (await js.consumer_info(settings.stream_name, "projection")).num_redelivered < 1:
+        while sum([(await js.consumer_info(projection_stream_name(settings), projection_consumer(p))).num_redelivered
+                   for p in range(settings.projection_partitions)]) < 1:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError("no event was redelivered to the projection")
             await asyncio.sleep(0.1)

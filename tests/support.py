@@ -34,6 +34,7 @@ from shared.messaging import ServiceClient, create_broker
 from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, nats_options, user_url
 from shared.service import run_service
 from shared.settings import Settings
+from shared.streams import projection_stream_name
 from shared.subjects import BACKEND_SERVICES, Subjects
 from tests.auth_nats import AuthNats, claim
 
@@ -126,15 +127,19 @@ class Servers:
             await connection.close()
 
     async def delete_stream(self, settings: Settings) -> None:
-        """Delete the deployment's stream (as its operator)."""
+        """Delete the deployment's streams (as its operator): the projection's, then the event stream it sources."""
         try:
             connection = await connect_nats(settings)
-            try:
-                await connection.jetstream().delete_stream(settings.stream_name)
-            finally:
-                await connection.close()
-        except Exception:  # noqa: BLE001 - already gone
-            pass
+        except Exception:  # noqa: BLE001 - the server is gone, and the streams with it
+            return
+        try:
+            for stream in (projection_stream_name(settings), settings.stream_name):
+                try:
+                    await connection.jetstream().delete_stream(stream)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+        finally:
+            await connection.close()
 
 
 async def _postgres_answers(url: str) -> bool:

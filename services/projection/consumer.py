@@ -1,13 +1,16 @@
-"""The projection's event consumer: the durable `projection` consumer of the event stream.
+"""The projection's event consumer: the partitions of the projection's stream that this replica leads.
 
-It is given only the events the read models need (the consumer's subject filter): `ledger.changed`, and the
-proposals staged and decided, for the search index. Explicit acks: an event is acknowledged only after its
-effect committed; a failure naks it for redelivery, with a growing delay; a message that is not a usable
-event is terminated, not retried. The proposals staged in one fetch are indexed in one transaction, and each
-case's other events of the fetch in one of their own (read_models.apply_events), so a busy stream costs a
-round of statements per batch and case rather than per event; when that fails, each is tried on its own.
-Applying is idempotent (the inbox records each event id, and a view skips revisions it already shows), so a
-redelivered or replayed event changes nothing twice. It pulls through shared/durable.py.
+It is given only the events the read models need (shared/streams.py: the projection's stream sources them from the
+event stream): `ledger.changed`, and the proposals staged and decided, for the search index — each case's in one of
+THREADLINE_PROJECTION_PARTITIONS partitions, each partition's through a durable consumer of its own. The replicas
+share the partitions, one leader each (services/projection/partitions.py), so one replica applies all of a case's
+events. The partitions a replica leads are pulled side by side and what they fetched is applied together, a batch at
+a time: the proposals staged in a batch are indexed in one transaction, and each case's other events of the batch
+in one of their own (read_models.apply_events), so a busy stream costs a round of statements per batch and case
+rather than per event; when that fails, each is tried on its own. Explicit acks: an event is acknowledged only after
+its effect committed; a failure naks it for redelivery, with a growing delay; a message that is not a usable event
+is terminated, not retried. Applying is idempotent (the inbox records each event id, and a view skips revisions it
+already shows), so a redelivered or replayed event changes nothing twice.
 """
 
 from __future__ import annotations
@@ -16,18 +19,24 @@ import asyncio
 import json
 from typing import Any
 
+import asyncpg
 import nats
+from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from services.projection import read_models
+from services.projection.partitions import Partitions
 from services.projection.repository import SqlProjectionUnitOfWork
 from shared import durable
 from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
+from shared.nats_auth import nats_options
 from shared.observability import batch_span, message_span
+from shared.partition_leases import REBALANCE_EVERY_SECONDS, session
 from shared.service import Meta, ServiceContext
-from shared.streams import PROJECTION_CONSUMER
+from shared.streams import projection_consumer, projection_stream_name
+from shared.subjects import Service
 
 log = get_logger(__name__)
 
@@ -37,36 +46,150 @@ LAG_CHECK_SECONDS = 5.0
 # Under load, events are applied a batch per transaction: the views and the search index may trail by this much
 # more (a read that finds its case's view behind the ledger brings it up to date itself).
 BATCH_LINGER_SECONDS = 0.05
+SESSION_RETRY_SECONDS = 1.0
+STOP_WAIT_SECONDS = 3 * durable.FETCH_WAIT_SECONDS  # a partition handed back: its fetch and batch finish first
 
 PROJECTION_LAG = Gauge("threadline_projection_lag_events",
-                       "Events in the stream that the projection's durable consumer has not yet delivered and acked")
+                       "Events of the partitions this projection replica leads that it has not yet applied and acked")
 
 
 async def consume(ctx: ServiceContext) -> None:
-    """Background job of the projection service."""
-    lag_checked = 0.0
+    """Background job of the projection service: lead a fair share of the partitions and apply their events."""
+    service = Service.PROJECTION.value
+    options = nats_options(ctx.settings, service, name=f"threadline-{service}-consumer")
+    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
+    applier = Applier(ctx)
+    try:
+        async with asyncio.TaskGroup() as tasks:  # the applier failing (say, acks on a lost connection) ends it all
+            tasks.create_task(applier.run())
+            while True:  # until the service stops (cancels this job)
+                try:
+                    await _lead(ctx, connection.jetstream(), applier)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError) as error:
+                    # The session (and with it every partition) is gone: another replica takes them; join again.
+                    log.warning("projection_partitions_lost", error=str(error) or repr(error))
+                await asyncio.sleep(SESSION_RETRY_SECONDS)
+    finally:
+        await connection.close()
 
-    async def apply(js: Any, messages: list[Any]) -> None:
-        await _apply_batch(ctx, messages)
-        if messages:
-            PROJECTION_LAG.set(messages[-1].metadata.num_pending)
 
-    async def idle(subscription: Any) -> None:
-        nonlocal lag_checked
-        if asyncio.get_running_loop().time() - lag_checked > LAG_CHECK_SECONDS:
-            lag_checked = asyncio.get_running_loop().time()
-            await _observe_lag(subscription)
+class Applier:
+    """What the pullers of one replica's partitions fetched, applied together: one task takes whatever they have
+    queued (up to a fetch's worth more) as one batch, so leading many partitions costs no more transactions than
+    leading one. Each puller waits until its messages are applied before it fetches again (a partition's events
+    stay in order, and none waits out its ack deadline in the queue)."""
 
-    await durable.pull(ctx, PROJECTION_CONSUMER, apply, idle, linger=BATCH_LINGER_SECONDS)
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.ctx = ctx
+        self.queue: asyncio.Queue[tuple[list[Any], asyncio.Future[None]]] = asyncio.Queue()
+
+    async def submit(self, messages: list[Any]) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self.queue.put((messages, done))
+        await done
+
+    async def run(self) -> None:
+        while True:
+            entries = [await self.queue.get()]
+            count = len(entries[0][0])
+            while count < durable.BATCH and not self.queue.empty():
+                entries.append(self.queue.get_nowait())
+                count += len(entries[-1][0])
+            try:
+                await _apply_batch(self.ctx, [message for messages, _ in entries for message in messages])
+            finally:
+                for _, done in entries:
+                    if not done.done():
+                        done.set_result(None)
+            if count < durable.BATCH:
+                await asyncio.sleep(BATCH_LINGER_SECONDS)
 
 
-async def _observe_lag(subscription: Any) -> None:
-    """The consumer's backlog as the server counts it (when idle: naks waiting for redelivery count too)."""
+async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
+    """Join the replicas sharing the partitions, and once a second take or hand back partitions: a partition taken
+    gets a puller, one handed back has its puller stopped (after its fetch and batch) before its lock goes."""
+    pullers: dict[int, tuple[asyncio.Task[None], asyncio.Event]] = {}
+    lag: dict[int, int] = {}
+    partitions = Partitions(ctx.settings.projection_partitions)
+    db = await session(ctx.settings, "threadline-projection", idle_seconds=30.0)
+
+    async def stop(handed_back: set[int]) -> None:
+        for partition in handed_back:
+            pullers[partition][1].set()
+        tasks = [pullers[p][0] for p in handed_back]
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=STOP_WAIT_SECONDS)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for partition in handed_back:
+            del pullers[partition]
+            lag.pop(partition, None)
+        PROJECTION_LAG.set(sum(lag.values()))
+
+    try:
+        await partitions.join(db)
+        while True:
+            for partition in await partitions.rebalance(db, before_release=stop):
+                ended = asyncio.Event()
+                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag),
+                                           name=f"projection-partition-{partition}")
+                pullers[partition] = (task, ended)
+            for partition, (task, _) in list(pullers.items()):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    log.warning("projection_partition_pull_failed", partition=partition, error=repr(task.exception()))
+                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, pullers[partition][1],
+                                                                    lag)), pullers[partition][1])
+            await asyncio.sleep(REBALANCE_EVERY_SECONDS)
+    finally:
+        for task, _ in pullers.values():
+            task.cancel()
+        await asyncio.gather(*(task for task, _ in pullers.values()), return_exceptions=True)
+        partitions.forget()
+        PROJECTION_LAG.set(0)
+        await db.close()
+
+
+async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, stop: asyncio.Event,
+                lag: dict[int, int]) -> None:
+    """Fetch one partition's events and have them applied, until `stop`."""
+    subscription = await durable.bind(js, projection_stream_name(ctx.settings), projection_consumer(partition),
+                                      Service.PROJECTION.value)
+    checked = 0.0
+    try:
+        while not stop.is_set():
+            try:
+                messages = await subscription.fetch(durable.BATCH, timeout=durable.FETCH_WAIT_SECONDS)
+            except (TimeoutError, NatsTimeout):
+                if asyncio.get_running_loop().time() - checked > LAG_CHECK_SECONDS:
+                    checked = asyncio.get_running_loop().time()
+                    lag[partition] = await _observe_lag(subscription, lag.get(partition, 0))
+                    PROJECTION_LAG.set(sum(lag.values()))
+                continue
+            except nats.errors.ConnectionClosedError:
+                return  # closed by shutdown: nothing more will arrive
+            except nats.errors.Error as error:
+                log.warning("projection_fetch_failed", partition=partition, error=repr(error))
+                await asyncio.sleep(durable.FETCH_RETRY_SECONDS)
+                continue
+            await applier.submit(messages)
+            if messages:
+                lag[partition] = messages[-1].metadata.num_pending
+                PROJECTION_LAG.set(sum(lag.values()))
+    finally:
+        try:
+            await subscription.unsubscribe()
+        except nats.errors.Error:
+            pass
+
+
+async def _observe_lag(subscription: Any, known: int) -> int:  # noqa: ANN401 - nats-py's subscription
+    """A partition's backlog as the server counts it (when idle: naks waiting for redelivery count too)."""
     try:
         info = await subscription.consumer_info()
     except (nats.errors.Error, TimeoutError):
-        return
-    PROJECTION_LAG.set(info.num_pending + info.num_ack_pending)
+        return known
+    return info.num_pending + info.num_ack_pending
 
 
 async def _apply_batch(ctx: ServiceContext, messages: list[Any]) -> None:

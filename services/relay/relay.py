@@ -39,10 +39,10 @@ from services.relay.batches import (
     stream_takes_batches,
 )
 from services.relay.partitions import Partitions
-from shared.db.session import asyncpg_dsn
 from shared.logging import get_logger
 from shared.nats_auth import nats_options
 from shared.observability import message_span
+from shared.partition_leases import session
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
 
@@ -112,7 +112,7 @@ class OutboxRelay:
             while not stop.is_set():
                 wake.clear()
                 await partitions.rebalance(db)  # between passes only: a partition is handed back with no publish open
-                sent = (await self.publish_pass(db, js, sorted(partitions.led), nc=nc, relays=partitions.relays)
+                sent = (await self.publish_pass(db, js, sorted(partitions.led), nc=nc, relays=partitions.members)
                         if partitions.led else 0)
                 await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
@@ -246,17 +246,8 @@ class OutboxRelay:
 
 
 async def _connect(settings: Settings) -> asyncpg.Connection:
-    """The leader's session. Its advisory lock lasts as long as the session, so the server must notice
-    when the leader is gone: TCP keepalives for a vanished host, and an idle-session timeout for a
-    leader that is frozen (a leader queries at least every poll interval)."""
-    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3",
-                  "application_name": "threadline-relay"}
-    idle = {"idle_session_timeout": str(int(max(30.0, 10 * settings.relay_poll_interval) * 1000))}
-    dsn = asyncpg_dsn(settings.resolved_relay_database_url())
-    try:
-        return await asyncpg.connect(dsn, server_settings={**keepalives, **idle})
-    except asyncpg.UndefinedObjectError:  # PostgreSQL before 14 has no idle_session_timeout
-        return await asyncpg.connect(dsn, server_settings=keepalives)
+    """The relay's session (a leader queries at least every poll interval)."""
+    return await session(settings, "threadline-relay", idle_seconds=max(30.0, 10 * settings.relay_poll_interval))
 
 
 def _decoded(value: Any) -> Any:

@@ -27,19 +27,29 @@ def test_a_replica_setting_names_services_and_counts():
             parse_replicas(wrong)
 
 
-async def relay_partitions_led(services: dict) -> dict[str, set[int]]:
-    """Each relay process → the partitions its /metrics says it leads."""
+async def partitions_led(services: dict, service: str) -> dict[str, set[int]]:
+    """Each relay (or projection) process → the partitions its /metrics says it leads."""
     led: dict[str, set[int]] = {}
     async with httpx2.AsyncClient(timeout=10) as http:
-        for name in ("relay", "relay-2"):
+        for name in (service, f"{service}-2"):
             text = (await http.get(services[name]["metricsUrl"])).text
             led[name] = {int(line.split('partition="')[1].split('"')[0]) for line in text.splitlines()
-                         if line.startswith("threadline_relay_partition_leader{") and line.endswith(" 1.0")}
+                         if line.startswith(f"threadline_{service}_partition_leader{{") and line.endswith(" 1.0")}
     return led
 
 
+async def shared_evenly(services: dict, service: str, each: int) -> None:
+    for _ in range(100):
+        led = await partitions_led(services, service)
+        if sorted(len(p) for p in led.values()) == [each, each]:
+            break
+        await asyncio.sleep(0.2)
+    assert sorted(len(p) for p in led.values()) == [each, each], led
+    assert led[service].isdisjoint(led[f"{service}-2"]), led
+
+
 async def test_up_runs_replicas_that_all_serve_and_share_the_gateway_port(tmp_path):
-    system = start_system(tmp_path / "data", args=("--replicas", "staging=2,gateway=2,relay=2"))
+    system = start_system(tmp_path / "data", args=("--replicas", "staging=2,gateway=2,relay=2,projection=2"))
     try:
         services = system.runtime["services"]
         assert {"staging", "staging-2", "gateway", "gateway-2"} <= set(services)
@@ -69,13 +79,10 @@ async def test_up_runs_replicas_that_all_serve_and_share_the_gateway_port(tmp_pa
 
         proposals = [p for batch in await asyncio.gather(*(agent(n) for n in range(4))) for p in batch]
         assert len(set(proposals)) == 20
-        # Two relays share the outbox's sixteen partitions, eight each, and say so on /metrics.
-        for _ in range(100):
-            led = await relay_partitions_led(services)
-            if sorted(len(p) for p in led.values()) == [8, 8]:
-                break
-            await asyncio.sleep(0.2)
-        assert sorted(len(p) for p in led.values()) == [8, 8] and led["relay"].isdisjoint(led["relay-2"]), led
+        # Two relays share the outbox's sixteen partitions, eight each, and say so on /metrics; two projection
+        # replicas the projection's eight, four each.
+        await shared_evenly(services, "relay", 8)
+        await shared_evenly(services, "projection", 4)
         # A killed replica is restarted under its own name; the service answers meanwhile through the other.
         psutil.Process(services["staging-2"]["pid"]).send_signal(signal.SIGKILL)
         assert len(await agent(9)) == 5

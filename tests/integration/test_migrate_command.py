@@ -13,7 +13,7 @@ from nats.js.errors import NotFoundError
 
 from shared.db.session import asyncpg_dsn
 from shared.settings import Settings
-from shared.streams import PROJECTION_CONSUMER
+from shared.streams import projection_consumer, projection_stream_name
 from tests.support import connect_nats
 
 THREADLINE = Path(sys.executable).parent / "threadline"
@@ -51,7 +51,13 @@ async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_i
         try:
             js = client.jetstream()
             assert (await js.stream_info(stream)).config.subjects == [f"{prefix}.events.>"]
-            assert (await js.consumer_info(stream, PROJECTION_CONSUMER)).config.durable_name == PROJECTION_CONSUMER
+            settings = Settings(nats_prefix=prefix)
+            projection = await js.stream_info(projection_stream_name(settings))
+            assert [s.name for s in projection.config.sources] == [stream]  # the projection's, sourced from it
+            for partition in range(settings.projection_partitions):
+                consumer = await js.consumer_info(projection.config.name, projection_consumer(partition))
+                assert consumer.config.filter_subject == f"{prefix}.projection.{partition}.case.*.>"
+            await js.delete_stream(projection.config.name)
             await js.delete_stream(stream)
         except NotFoundError as missing:
             raise AssertionError(f"{stream} was not provisioned") from missing

@@ -15,10 +15,11 @@ import nats
 import pytest
 
 from services.cli.embedded import EmbeddedNats
+from services.projection.partitions import partition_of
 from services.relay.batches import Message, publish_batch, stream_takes_batches
 from shared.nats_auth import GATEWAY, OPERATOR, SUBSCRIBER, inbox_prefix, nats_options, roles
 from shared.settings import Settings
-from shared.streams import PROJECTION_CONSUMER, WEBHOOKS_CONSUMER, provision
+from shared.streams import WEBHOOKS_CONSUMER, projection_consumer, projection_stream_name, provision
 from shared.subjects import BACKEND_SERVICES, Command, Service, Subjects, owner_name
 
 
@@ -122,12 +123,17 @@ async def reads_the_stream(deployment: Deployment, connection: Connection) -> No
     await reading.unsubscribe()
 
 
+def projection_pull(deployment: Deployment) -> str:
+    """Pulling from a partition's consumer of the projection's stream: the projection's (and the operator's) only."""
+    return f"$JS.API.CONSUMER.MSG.NEXT.{projection_stream_name(deployment.settings)}.{projection_consumer(0)}"
+
+
 async def refused_everywhere_else(deployment: Deployment, connection: Connection, role: str) -> None:
     """What no role but the named ones may do: forge an event, steal a service's durable, delete the stream,
     read another role's replies."""
     prefix, stream = deployment.settings.nats_prefix, deployment.stream
     await connection.publish_refused(f"{prefix}.events.case.c1.ledger.changed")
-    await connection.publish_refused(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{PROJECTION_CONSUMER}")
+    await connection.publish_refused(projection_pull(deployment))
     await connection.publish_refused(f"$JS.API.STREAM.DELETE.{stream}")
     other = Service.REVIEW.value if role == GATEWAY else GATEWAY
     await connection.subscribe_refused(f"{inbox_prefix(deployment.settings, other)}.>")
@@ -203,12 +209,14 @@ async def backend_refused(deployment: Deployment, connection: Connection, servic
     await connection.subscribe_refused(f"{prefix}.events.>")
 
 
-async def pulls_its_durable(deployment: Deployment, connection: Connection, durable: str) -> None:
+async def pulls_its_durable(deployment: Deployment, connection: Connection, durable: str,
+                            stream: str | None = None) -> None:
     js = connection.nc.jetstream()
-    pulling = await js.pull_subscribe_bind(durable, stream=deployment.stream)
+    stream = stream or deployment.stream
+    pulling = await js.pull_subscribe_bind(durable, stream=stream)
     (message,) = await pulling.fetch(1, timeout=10)
     await message.ack_sync()
-    assert (await js.consumer_info(deployment.stream, durable)).num_ack_pending == 0
+    assert (await js.consumer_info(stream, durable)).num_ack_pending == 0
 
 
 async def check_staging(deployment: Deployment) -> None:
@@ -235,12 +243,18 @@ async def check_thesis_delta(deployment: Deployment) -> None:
 
 async def check_projection(deployment: Deployment) -> None:
     projection = await check_backend(deployment, Service.PROJECTION)
-    await pulls_its_durable(deployment, projection, PROJECTION_CONSUMER)
+    # Its partitions' consumers, on its own stream (which sources the event stream's case events).
+    in_zero = next(f"c{n}" for n in range(1000) if partition_of(f"c{n}", deployment.settings.projection_partitions) == 0)
+    case_event = deployment.subjects.case_event(in_zero, "threadline.ledger.changed")
+    relay = await deployment.connect(Service.RELAY.value)
+    await relay.nc.jetstream().publish(case_event, b"{}")
+    await pulls_its_durable(deployment, projection, projection_consumer(0), projection_stream_name(deployment.settings))
     projection.clean()
     await backend_refused(deployment, projection, Service.PROJECTION)
     await projection.publish_refused(f"$JS.API.CONSUMER.MSG.NEXT.{deployment.stream}.{WEBHOOKS_CONSUMER}")
     await projection.publish_refused(f"$JS.API.STREAM.INFO.{deployment.stream}")
     await projection.publish_refused(f"$JS.API.STREAM.DELETE.{deployment.stream}")
+    await projection.publish_refused(f"$JS.API.STREAM.DELETE.{projection_stream_name(deployment.settings)}")
 
 
 async def check_relay(deployment: Deployment) -> None:
@@ -259,7 +273,7 @@ async def check_relay(deployment: Deployment) -> None:
     assert (await woken.next_msg(timeout=5)).data == b""
     relay.clean()
     await backend_refused(deployment, relay, Service.RELAY)
-    await relay.publish_refused(f"$JS.API.CONSUMER.MSG.NEXT.{deployment.stream}.{PROJECTION_CONSUMER}")
+    await relay.publish_refused(projection_pull(deployment))
     await relay.publish_refused(f"$JS.API.STREAM.DELETE.{deployment.stream}")
     await relay.subscribe_refused(f"{inbox_prefix(deployment.settings, GATEWAY)}.>")
 
@@ -275,7 +289,7 @@ async def check_webhooks(deployment: Deployment) -> None:
     await pulls_its_durable(deployment, webhooks, WEBHOOKS_CONSUMER)
     webhooks.clean()
     await backend_refused(deployment, webhooks, Service.WEBHOOKS)
-    await webhooks.publish_refused(f"$JS.API.CONSUMER.MSG.NEXT.{deployment.stream}.{PROJECTION_CONSUMER}")
+    await webhooks.publish_refused(projection_pull(deployment))
     await webhooks.publish_refused(f"$JS.API.STREAM.DELETE.{deployment.stream}")
     await webhooks.publish_refused(f"$JS.API.STREAM.PURGE.{deployment.stream}")
     await webhooks.publish_refused(f"{deployment.settings.nats_prefix}.events.case.c1.ledger.changed")

@@ -9,6 +9,7 @@ from collections import defaultdict
 import asyncpg
 import pytest
 
+from services.projection.partitions import PARTITION_LOCK as PROJECTION_LOCK
 from services.relay.partitions import PARTITION_LOCK
 from shared.db.session import asyncpg_dsn
 from tests.dependencies import missing
@@ -75,17 +76,17 @@ async def test_services_through_a_transaction_pooler_with_the_relay_on_a_direct_
 
     connection = await asyncpg.connect(asyncpg_dsn(direct))
     try:
-        # The partitions' leader locks are held by the relay's own (direct) session ...
-        holders = await connection.fetch(
-            "SELECT DISTINCT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::bigint::oid AND l.objsubid = 2 "
-            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            PARTITION_LOCK)
-        assert [h["application_name"] for h in holders] == ["threadline-relay"]
+        # The partitions' leader locks are held by the relay's and the projection's own (direct) sessions ...
+        for lock, holder in ((PARTITION_LOCK, "threadline-relay"), (PROJECTION_LOCK, "threadline-projection")):
+            holders = await connection.fetch(
+                "SELECT DISTINCT a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::bigint::oid AND l.objsubid = 2 "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())", lock)
+            assert [h["application_name"] for h in holders] == [holder]
         # ... while every other process shared the pooler's few server connections.
         others = await connection.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND application_name <> 'threadline-relay'")
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND application_name NOT IN ('threadline-relay', 'threadline-projection')")
         assert 0 < others <= SERVER_CONNECTIONS
     finally:
         await connection.close()

@@ -163,6 +163,9 @@ def test_the_settings_of_the_config_map_replicate_the_stream_three_times_and_ref
     # Relays beyond the outbox's partitions would only stand by: the autoscaler stops at the partition count.
     relay_autoscaler = of_kind(base_resources(), "HorizontalPodAutoscaler")["relay"]
     assert 2 <= relay_autoscaler["spec"]["maxReplicas"] <= settings.relay_partitions
+    # Likewise the projection's: a replica beyond its partitions would apply nothing.
+    projection_autoscaler = of_kind(base_resources(), "HorizontalPodAutoscaler")["projection"]
+    assert 2 <= projection_autoscaler["spec"]["maxReplicas"] <= settings.projection_partitions
 
 
 def nats_config() -> str:

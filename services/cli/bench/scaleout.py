@@ -53,6 +53,7 @@ from services.cli.bench.scaleout_plan import Plan, Point
 from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
+from services.projection.partitions import partition_of as projection_partition
 from services.projection.read_models import APPLIED
 from services.relay.partitions import partition_of
 from shared.errors import Unavailable
@@ -124,8 +125,11 @@ class ScaleoutBench:
         return result
 
     async def _setup(self, bench: System, point: Point) -> tuple[list[str], list[tuple[str, str]]]:
-        cases = [await bench.new_case("scaleout", case_id) for case_id in spread(bench.run_id, self.plan.cases,
-                                                                                   point.partitions)]
+        if point.service == "projection":  # the cases spread evenly over the projection's partitions instead
+            ids = spread(bench.run_id, self.plan.cases, bench.settings.projection_partitions, projection_partition)
+        else:
+            ids = spread(bench.run_id, self.plan.cases, point.partitions)
+        cases = [await bench.new_case("scaleout", case_id) for case_id in ids]
         tokens = [await bench.token("agent", f"{cases[n % len(cases)].case_id}-a{n}", case_id=cases[n % len(cases)].case_id)
                   for n in range(self.plan.agents)]
         reviewers = []
@@ -305,18 +309,23 @@ async def until_projected(bench: System) -> None:
         await asyncio.sleep(0.25)
 
 
-def spread(run_id: str, cases: int, partitions: int) -> list[str]:
-    """Case ids that fall evenly on the outbox's partitions (as a deployment's many cases do; a few cases hashed at
-    random would leave one relay most of the work)."""
+def relay_partition(case_id: str, partitions: int) -> int:
+    return partition_of(f"case:{case_id}", partitions)
+
+
+def spread(run_id: str, cases: int, partitions: int,
+           partition: Callable[[str, int], int] = relay_partition) -> list[str]:
+    """Case ids that fall evenly on the partitions — the outbox's, or the projection's (as a deployment's many cases
+    do; a few cases hashed at random would leave one relay or projection replica most of the work)."""
     chosen: list[str] = []
     per = {p: 0 for p in range(partitions)}
     n = 0
     while len(chosen) < cases:
         n += 1
         case_id = f"bench-scaleout-{run_id}-{n}"
-        partition = partition_of(f"case:{case_id}", partitions)
-        if per[partition] < -(-cases // partitions):
-            per[partition] += 1
+        partition_ = partition(case_id, partitions)
+        if per[partition_] < -(-cases // partitions):
+            per[partition_] += 1
             chosen.append(case_id)
     return chosen
 
