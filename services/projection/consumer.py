@@ -132,14 +132,15 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
         while True:
             for partition in await partitions.rebalance(db, before_release=stop):
                 ended = asyncio.Event()
-                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag),
+                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag, partitions),
                                            name=f"projection-partition-{partition}")
                 pullers[partition] = (task, ended)
             for partition, (task, _) in list(pullers.items()):
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     log.warning("projection_partition_pull_failed", partition=partition, error=repr(task.exception()))
-                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, pullers[partition][1],
-                                                                    lag)), pullers[partition][1])
+                    ended = pullers[partition][1]
+                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag, partitions)),
+                                          ended)
             await asyncio.sleep(REBALANCE_EVERY_SECONDS)
     finally:
         for task, _ in pullers.values():
@@ -151,15 +152,19 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
 
 
 async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, stop: asyncio.Event,
-                lag: dict[int, int]) -> None:
-    """Fetch one partition's events and have them applied, until `stop`."""
+                lag: dict[int, int], partitions: Partitions) -> None:
+    """Fetch one partition's events and have them applied, until `stop`. Each fetch takes its share of a batch, so
+    that the partitions a replica leads have a batch out at a time together, as one consumer had: a replica that
+    fetched a full batch for each of many partitions would hold events in its queue past their ack deadline
+    under a backlog, and have them delivered again."""
     subscription = await durable.bind(js, projection_stream_name(ctx.settings), projection_consumer(partition),
                                       Service.PROJECTION.value)
     checked = 0.0
     try:
         while not stop.is_set():
             try:
-                messages = await subscription.fetch(durable.BATCH, timeout=durable.FETCH_WAIT_SECONDS)
+                share = max(1, durable.BATCH // max(1, len(partitions.led)))
+                messages = await subscription.fetch(share, timeout=durable.FETCH_WAIT_SECONDS)
             except (TimeoutError, NatsTimeout):
                 if asyncio.get_running_loop().time() - checked > LAG_CHECK_SECONDS:
                     checked = asyncio.get_running_loop().time()

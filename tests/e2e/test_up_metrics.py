@@ -18,7 +18,8 @@ pytestmark = pytest.mark.e2e
 OWN_METRICS = {
     Service.RELAY: {"threadline_relay_leader", "threadline_outbox_pending_events",
                     "threadline_outbox_oldest_pending_seconds"},
-    Service.PROJECTION: {"threadline_projection_lag_events"},
+    Service.PROJECTION: {"threadline_projection_lag_events", "threadline_projection_leader",
+                         "threadline_projection_partitions_led"},
     Service.STAGING: {"threadline_command_seconds"},
     Service.REVIEW: {"threadline_command_seconds"},
     Service.GATEWAY: {"threadline_tool_call_seconds", "threadline_http_requests"},
