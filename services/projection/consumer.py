@@ -46,6 +46,7 @@ LAG_CHECK_SECONDS = 5.0
 # Under load, events are applied a batch per transaction: the views and the search index may trail by this much
 # more (a read that finds its case's view behind the ledger brings it up to date itself).
 BATCH_LINGER_SECONDS = 0.05
+BUSY_SECONDS = 1.0  # a batch ended this recently: the next waits up to the linger to fill
 SESSION_RETRY_SECONDS = 1.0
 STOP_WAIT_SECONDS = 3 * durable.FETCH_WAIT_SECONDS  # a partition handed back: its fetch and batch finish first
 
@@ -74,14 +75,22 @@ async def consume(ctx: ServiceContext) -> None:
 
 
 class Applier:
-    """What the pullers of one replica's partitions fetched, applied together: one task takes whatever they have
-    queued (up to a fetch's worth more) as one batch, so leading many partitions costs no more transactions than
-    leading one. Each puller waits until its messages are applied before it fetches again (a partition's events
+    """What the pullers of one replica's partitions fetched, applied together: one task takes what they have queued
+    as one batch (while busy, waiting up to the linger for a full one), so leading many partitions costs no more
+    transactions than leading one. Each puller waits until its messages are applied before it fetches again (a partition's events
     stay in order, and none waits out its ack deadline in the queue)."""
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
         self.queue: asyncio.Queue[tuple[list[Any], asyncio.Future[None]]] = asyncio.Queue()
+        self.busy: set[int] = set()  # the partitions whose last fetch found events
+
+    def share(self, partition: int) -> int:
+        """How many events a partition's next fetch asks for: its share of a batch among the busy partitions, so
+        that they have about one batch out at a time together, as one consumer had (a replica that fetched a full
+        batch for each of many partitions would hold events in its queue past their ack deadline under a backlog,
+        and have them delivered again), and one busy partition alone still fetches a full batch."""
+        return max(1, durable.BATCH // (len(self.busy - {partition}) + 1))
 
     async def submit(self, messages: list[Any]) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -89,20 +98,33 @@ class Applier:
         await done
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = -BUSY_SECONDS
         while True:
             entries = [await self.queue.get()]
             count = len(entries[0][0])
-            while count < durable.BATCH and not self.queue.empty():
-                entries.append(self.queue.get_nowait())
-                count += len(entries[-1][0])
+            # Busy (a batch ended moments ago): wait up to the linger for a full batch — the pullers whose messages
+            # were just applied are fetching again. After a quiet spell, the first event is applied at once.
+            deadline = loop.time() + (BATCH_LINGER_SECONDS if loop.time() - last < BUSY_SECONDS else 0.0)
+            while count < durable.BATCH:
+                try:
+                    entry = self.queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    if (wait := deadline - loop.time()) <= 0:
+                        break
+                    try:
+                        entry = await asyncio.wait_for(self.queue.get(), wait)
+                    except TimeoutError:
+                        break
+                entries.append(entry)
+                count += len(entry[0])
             try:
                 await _apply_batch(self.ctx, [message for messages, _ in entries for message in messages])
             finally:
                 for _, done in entries:
                     if not done.done():
                         done.set_result(None)
-            if count < durable.BATCH:
-                await asyncio.sleep(BATCH_LINGER_SECONDS)
+                last = loop.time()
 
 
 async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
@@ -132,15 +154,14 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
         while True:
             for partition in await partitions.rebalance(db, before_release=stop):
                 ended = asyncio.Event()
-                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag, partitions),
+                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag),
                                            name=f"projection-partition-{partition}")
                 pullers[partition] = (task, ended)
             for partition, (task, _) in list(pullers.items()):
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     log.warning("projection_partition_pull_failed", partition=partition, error=repr(task.exception()))
                     ended = pullers[partition][1]
-                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag, partitions)),
-                                          ended)
+                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag)), ended)
             await asyncio.sleep(REBALANCE_EVERY_SECONDS)
     finally:
         for task, _ in pullers.values():
@@ -152,20 +173,17 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
 
 
 async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, stop: asyncio.Event,
-                lag: dict[int, int], partitions: Partitions) -> None:
-    """Fetch one partition's events and have them applied, until `stop`. Each fetch takes its share of a batch, so
-    that the partitions a replica leads have a batch out at a time together, as one consumer had: a replica that
-    fetched a full batch for each of many partitions would hold events in its queue past their ack deadline
-    under a backlog, and have them delivered again."""
+                lag: dict[int, int]) -> None:
+    """Fetch one partition's events (its share of a batch: Applier.share) and have them applied, until `stop`."""
     subscription = await durable.bind(js, projection_stream_name(ctx.settings), projection_consumer(partition),
                                       Service.PROJECTION.value)
     checked = 0.0
     try:
         while not stop.is_set():
             try:
-                share = max(1, durable.BATCH // max(1, len(partitions.led)))
-                messages = await subscription.fetch(share, timeout=durable.FETCH_WAIT_SECONDS)
+                messages = await subscription.fetch(applier.share(partition), timeout=durable.FETCH_WAIT_SECONDS)
             except (TimeoutError, NatsTimeout):
+                applier.busy.discard(partition)
                 if asyncio.get_running_loop().time() - checked > LAG_CHECK_SECONDS:
                     checked = asyncio.get_running_loop().time()
                     lag[partition] = await _observe_lag(subscription, lag.get(partition, 0))
@@ -177,11 +195,15 @@ async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, 
                 log.warning("projection_fetch_failed", partition=partition, error=repr(error))
                 await asyncio.sleep(durable.FETCH_RETRY_SECONDS)
                 continue
+            if not messages:
+                applier.busy.discard(partition)
+                continue
+            applier.busy.add(partition)
             await applier.submit(messages)
-            if messages:
-                lag[partition] = messages[-1].metadata.num_pending
-                PROJECTION_LAG.set(sum(lag.values()))
+            lag[partition] = messages[-1].metadata.num_pending
+            PROJECTION_LAG.set(sum(lag.values()))
     finally:
+        applier.busy.discard(partition)
         try:
             await subscription.unsubscribe()
         except nats.errors.Error:
