@@ -77,8 +77,8 @@ async def consume(ctx: ServiceContext) -> None:
 class Applier:
     """What the pullers of one replica's partitions fetched, applied together: one task takes what they have queued
     as one batch (while busy, waiting up to the linger for a full one), so leading many partitions costs no more
-    transactions than leading one. Each puller waits until its messages are applied before it fetches again (a partition's events
-    stay in order, and none waits out its ack deadline in the queue)."""
+    transactions than leading one. Each puller waits until its messages are applied before it fetches again (a
+    partition's events stay in order, and none waits out its ack deadline in the queue)."""
 
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
