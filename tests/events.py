@@ -71,13 +71,18 @@ async def wait_until_published(db, timeout: float = 60) -> None:  # noqa: ANN001
         await asyncio.sleep(0.1)
 
 
+async def projection_consumers(js, settings: Settings) -> list:  # noqa: ANN001
+    """The consumer info of each of the projection's partitions."""
+    return [await js.consumer_info(projection_stream_name(settings), projection_consumer(p))
+            for p in range(settings.projection_partitions)]
+
+
 async def projection_backlog(js, settings: Settings) -> tuple[int, int, int]:  # noqa: ANN001
     """(events the projection's stream has yet to source, events its partitions' consumers have yet to deliver,
     delivered but unacknowledged)."""
     info = await js.stream_info(projection_stream_name(settings))
     unsourced = sum(source.lag or 0 for source in info.sources or [])
-    consumers = [await js.consumer_info(info.config.name, projection_consumer(p))
-                 for p in range(settings.projection_partitions)]
+    consumers = await projection_consumers(js, settings)
     return unsourced, sum(c.num_pending for c in consumers), sum(c.num_ack_pending for c in consumers)
 
 
@@ -108,8 +113,7 @@ async def wait_until_redelivered(settings: Settings, timeout: float = 30) -> Non
     try:
         js = connection.jetstream()
         deadline = asyncio.get_running_loop().time() + timeout
-        while sum([(await js.consumer_info(projection_stream_name(settings), projection_consumer(p))).num_redelivered
-                   for p in range(settings.projection_partitions)]) < 1:
+        while sum(c.num_redelivered for c in await projection_consumers(js, settings)) < 1:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError("no event was redelivered to the projection")
             await asyncio.sleep(0.1)

@@ -10,9 +10,14 @@ from services.projection import read_models
 from services.projection.repository import SqlProjectionUnitOfWork
 from services.projection.view_repository import SqlViews
 from shared.events import Origin
-from shared.streams import projection_consumer, projection_stream_name
 from shared.subjects import Service, Subjects
-from tests.events import stream_events, wait_until_projected, wait_until_published, wait_until_redelivered
+from tests.events import (
+    projection_consumers,
+    stream_events,
+    wait_until_projected,
+    wait_until_published,
+    wait_until_redelivered,
+)
 from tests.factories import agent_session, new_case, source_item
 from tests.support import connect_nats
 
@@ -95,7 +100,7 @@ async def test_the_projection_is_given_ledger_changes_and_proposals_for_search_o
         connection = await connect_nats(stack.settings)
         try:
             js = connection.jetstream()
-            before = await delivered_to_projection(js, stack.settings)
+            before = sum(c.delivered.consumer_seq for c in await projection_consumers(js, stack.settings))
             for n in range(3):
                 await agent.stage("stage_sources", sources=[source_item(f"staged-{n}")])
             await wait_until_published(stack.db)
@@ -103,7 +108,8 @@ async def test_the_projection_is_given_ledger_changes_and_proposals_for_search_o
             assert sum(e["type"] == "threadline.proposal.staged" and e["data"]["caseId"] == agent.case_id
                        for e in staged) == 3
             await wait_until_projected(stack.settings)
-            assert await delivered_to_projection(js, stack.settings) == before + 3  # the staged proposals
+            delivered = sum(c.delivered.consumer_seq for c in await projection_consumers(js, stack.settings))
+            assert delivered == before + 3  # the staged proposals
             async with stack.db.engine.connect() as conn:  # their pending items, which search finds
                 pending = (await conn.execute(text(
                     "SELECT record_id FROM search_records WHERE case_id = :c AND status = 'pending'"),
@@ -190,8 +196,3 @@ async def test_replicas_applying_one_stream_side_by_side_apply_each_event_once_a
     assert applied[0] | applied[1] == {e["id"] for e, _ in batch} and not applied[0] & applied[1]
     assert await projected_state(stack, cases) == one_by_one
 
-
-async def delivered_to_projection(js, settings) -> int:  # noqa: ANN001
-    """Events the projection's partitions' consumers have delivered, together."""
-    return sum([(await js.consumer_info(projection_stream_name(settings), projection_consumer(p))).delivered.consumer_seq
-                for p in range(settings.projection_partitions)])

@@ -65,19 +65,15 @@ async def test_migrate_makes_the_stream_again_for_another_count_and_drops_the_co
         await js.add_consumer(settings.stream_name, ConsumerConfig(durable_name=LEGACY_PROJECTION_CONSUMER))
         more = settings.model_copy(update={"projection_partitions": settings.projection_partitions + 2})
         await provision(js, more)
-        consumers = {c.name for c in await _consumers(js, projection_stream_name(settings))}
+        consumers = {c.name for c in await js.consumers_info(projection_stream_name(settings))}
         assert consumers == {projection_consumer(p) for p in range(more.projection_partitions)}
-        assert LEGACY_PROJECTION_CONSUMER not in {c.name for c in await _consumers(js, settings.stream_name)}
+        assert LEGACY_PROJECTION_CONSUMER not in {c.name for c in await js.consumers_info(settings.stream_name)}
         await provision(js, settings)  # back: again, with fewer consumers
-        consumers = {c.name for c in await _consumers(js, projection_stream_name(settings))}
+        consumers = {c.name for c in await js.consumers_info(projection_stream_name(settings))}
         assert consumers == {projection_consumer(p) for p in range(settings.projection_partitions)}
     finally:
         await connection.close()
         await remove_deployment(servers, settings)
-
-
-async def _consumers(js, stream: str) -> list:  # noqa: ANN001
-    return await js.consumers_info(stream)
 
 
 @pytest.fixture
