@@ -36,13 +36,8 @@ def scaleout(
 ) -> None:
     """Each service's replicas doubled (1, 2, 4) with every process confined to a CPU quota: calls/s, events/s,
     p99, the efficiency of each doubling and where the bottleneck sits. Starts its own system (embedded servers)."""
-    from rich.console import Console
-
     from services.cli.bench.cgroups import CgroupError, check_writable
-    from services.cli.bench.scaleout import run_scaleout
     from services.cli.bench.scaleout_plan import PlanError, make_plan, parse_hold
-    from services.cli.bench.scaleout_report import draw, quota_table, summary_lines, sweep_table
-    from services.cli.running import run
 
     try:
         plan = make_plan(quota=quota, service=service, max_replicas=max_replicas, agents=agents, seconds=seconds,
@@ -51,6 +46,14 @@ def scaleout(
     except (PlanError, CgroupError) as error:
         typer.secho(f"error: {error}", fg="red", err=True)
         raise typer.Exit(2) from None
+    # Only a run that will start needs the load generator and the report (the MCP client, matplotlib: seconds of
+    # imports), so a refusal comes at once.
+    from rich.console import Console
+
+    from services.cli.bench.scaleout import run_scaleout
+    from services.cli.bench.scaleout_report import draw, quota_table, summary_lines, sweep_table
+    from services.cli.running import run
+
     # Ctrl-C (even where the shell started the bench with SIGINT ignored) and a TERM both stop and clean up.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
