@@ -8,9 +8,9 @@ import os
 from typing import Any
 
 import pytest
+import regress
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import regress
 from jsonschema import Draft7Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
