@@ -11,6 +11,7 @@ a verdict's basis rests on, so the ratings the changes carry are kept and compar
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any, get_args
 
 import pytest
@@ -47,6 +48,9 @@ from shared.history_contracts import CaseAsOf
 from shared.subjects import Subjects
 from tests.factories import claim_item, merge_item, relation_item, source_item, unique, verdict_claim
 from tests.support import new_deployment, remove_deployment
+
+# Random histories drawn: `make test` draws 10, `make test-full` (THREADLINE_FULL=1) 25.
+HISTORIES = 25 if os.environ.get("THREADLINE_FULL") else 10
 
 AGENT = Actor(name="agent-views", role="agent")
 REVIEWER = Actor(name="rita", role="reviewer")
@@ -343,7 +347,7 @@ async def kept_equals_rebuilt(ledger: tuple[Database, Origin], steps: list[tuple
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=HISTORIES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(steps=st.lists(operation, min_size=20, max_size=32))
 async def test_the_view_kept_change_by_change_equals_the_view_rebuilt_from_the_ledger(ledger, steps):
     health = (await kept_equals_rebuilt(ledger, steps))["evidenceHealth"]
