@@ -6,7 +6,7 @@ import nats
 
 from shared.db import migrate
 from shared.db.session import Database
-from shared.nats_auth import OPERATOR, nats_options
+from shared.nats_auth import OPERATOR, let_go, nats_options
 from shared.settings import Settings
 from shared.streams import provision
 
@@ -24,7 +24,7 @@ async def provision_streams(settings: Settings) -> None:
     try:
         await provision(connection.jetstream(), settings)
     finally:
-        await connection.drain()
+        await let_go(connection)
 
 
 async def prepare(settings: Settings) -> None:

@@ -81,6 +81,8 @@ def inbox_prefix(settings: Settings, role: str) -> str:
 
 
 SUBSCRIBER_INBOX = "_INBOX"
+# How long a connection on its way out may drain (nats-py's default is 30 s, and its final flush adds 10).
+DRAIN_SECONDS = 5
 
 
 def _stream_reader(stream: str, prefix: str) -> Permissions:
@@ -237,7 +239,7 @@ class NatsOptions:
     def client(self) -> dict[str, Any]:
         """Keyword arguments of `nats.connect`."""
         options: dict[str, Any] = {"servers": [self.url], "name": self.name, "inbox_prefix": self.inbox_prefix,
-                                   **self._callbacks()}
+                                   "drain_timeout": DRAIN_SECONDS, **self._callbacks()}
         if self.credentials:
             options["user_credentials"] = self.credentials
         if self.user:
@@ -256,7 +258,7 @@ class NatsOptions:
         elif self.tls is not None:
             security = NatsSecurity(ssl_context=self.tls)
         return {"servers": [self.url], "name": self.name, "inbox_prefix": self.inbox_prefix, "security": security,
-                **self._callbacks()}
+                "drain_timeout": DRAIN_SECONDS, **self._callbacks()}
 
 
 def nats_options(settings: Settings, role: str, *, name: str) -> NatsOptions:
@@ -299,3 +301,21 @@ def markdown_table(settings: Settings) -> str:
         lines.append(f"| `{role}` | {cell(granted.publish)} | {cell(granted.publish_deny)} | {cell(granted.subscribe)}"
                      f" | {'allow_responses' if granted.allow_responses else '—'} |")
     return "\n".join(lines)
+
+
+async def let_go(connection: Any, seconds: float = DRAIN_SECONDS + 1) -> None:
+    """Close a nats-py connection on a process's way out, within `seconds` whatever the server does.
+
+    Drained when the server is there (what was published reaches it); closed at once when it is not. A server
+    that is gone, as when the `up` that ran it was killed, has nothing to drain into: nats-py refuses to drain a
+    reconnecting connection, and a drain begun as the server went waits out its flush besides its drain timeout."""
+    if connection.is_closed:
+        return
+    if connection.is_connected and not connection.is_draining:  # one that is draining already stalled: closed
+        draining = asyncio.ensure_future(connection.drain())
+        done, _ = await asyncio.wait({draining}, timeout=seconds)
+        if draining in done and not draining.cancelled() and draining.exception() is None:
+            return
+        draining.cancel()
+        log.info("nats_closed_undrained", connection=connection.options.get("name"))
+    await connection.close()

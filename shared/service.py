@@ -6,6 +6,7 @@ import asyncio
 import gc
 import os
 import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from shared.db.session import Database
 from shared.events import Origin
 from shared.health_server import HealthServer
 from shared.logging import configure_logging, get_logger
-from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply, ok
+from shared.messaging import TRACEPARENT, ServiceClient, create_broker, health_reply, ok, stop_broker
 from shared.observability import configure_tracing, shutdown_tracing
 from shared.outage import stale_connection
 from shared.repeats import is_read
@@ -28,6 +29,9 @@ from shared.subjects import Command, Service, Subjects
 log = get_logger(__name__)
 
 BACKGROUND_STOP_SECONDS = 10.0
+# A process asked to stop is gone within this, whatever its dependencies do: nobody else may be there to kill it
+# (`up` was killed outright, and its children got SIGTERM from the kernel). Under Kubernetes' 30 s grace.
+STOP_DEADLINE_SECONDS = 25.0
 JOB_RESTART_FIRST_SECONDS = 0.5
 JOB_RESTART_MAX_SECONDS = 30.0
 JOB_HEALTHY_SECONDS = 60.0  # a job that ran this long before failing restarts at the first delay again
@@ -121,6 +125,7 @@ async def run_service(
         await stop.wait()
     finally:
         log.info("service_stopping")
+        deadline = exit_after(STOP_DEADLINE_SECONDS) if own_process else None
         stop.set()  # also when this was cancelled rather than stopped: no background job starts again
         for task in tasks:
             task.cancel()
@@ -130,10 +135,24 @@ async def run_service(
                 log.error("background_task_did_not_stop", task=task.get_name())
         if health is not None:
             await health.stop()
-        await broker.stop()
+        await stop_broker(broker)
         await db.dispose()
         shutdown_tracing()
+        if deadline is not None:
+            deadline.cancel()
         log.info("service_stopped")
+
+
+def exit_after(seconds: float) -> threading.Timer:
+    """End this process in `seconds` unless the timer is cancelled first: a stop that hangs is cut short."""
+    def overran() -> None:
+        log.error("service_stop_overran", seconds=seconds)
+        os._exit(1)
+
+    timer = threading.Timer(seconds, overran)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def freeze_heap() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor, CreateCase
 from shared.db.session import Database
-from shared.messaging import ServiceClient, create_broker
+from shared.messaging import ServiceClient, create_broker, stop_broker
 from shared.nats_auth import OPERATOR as OPERATOR_ROLE
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
@@ -52,7 +52,7 @@ async def command(settings: Settings, name: Command, message: Any, timeout: floa
         client = ServiceClient(broker, Subjects(settings.nats_prefix), timeout or settings.request_timeout)
         return await client.call(name, message)
     finally:
-        await broker.stop()
+        await stop_broker(broker)
 
 
 async def create_case(settings: Settings, case_id: str, title: str, question: str) -> Any:

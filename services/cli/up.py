@@ -37,7 +37,7 @@ from services.cli.supervision import (
 from shared.bootstrap import prepare
 from shared.errors import ThreadlineError
 from shared.logging import get_logger
-from shared.messaging import ServiceClient, create_broker
+from shared.messaging import ServiceClient, create_broker, stop_broker
 from shared.nats_auth import OPERATOR, SUBSCRIBER, USERS_FILE, user_url
 from shared.settings import CREDENTIALS_FILE, RUNTIME_FILE, Settings, child_environment
 from shared.subjects import BACKEND_SERVICES, Service, Subjects
@@ -195,7 +195,7 @@ class Supervisor:
             await self._until_all({service.value: partial(client.ping, service, timeout=0.5)
                                    for service in BACKEND_SERVICES}, deadline, "services did not answer")
         finally:
-            await broker.stop()
+            await stop_broker(broker)
         async with httpx2.AsyncClient(timeout=2.0) as http:
             async def ready(url: str) -> bool:
                 return (await http.get(f"{url}/readyz")).status_code == 200

@@ -56,7 +56,7 @@ from shared import asyncapi, version
 from shared.db.session import Database
 from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unavailable
 from shared.logging import bound, configure_logging, get_logger
-from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent
+from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent, stop_broker
 from shared.nats_auth import GATEWAY
 from shared.observability import (
     configure_tracing,
@@ -103,7 +103,7 @@ class Gateway:
         await self.broker.start()
 
     async def stop(self) -> None:
-        await self.broker.stop()
+        await stop_broker(self.broker)
         await self.db.dispose()
 
 

@@ -40,7 +40,7 @@ from services.relay.batches import (
 )
 from services.relay.partitions import Partitions
 from shared.logging import get_logger
-from shared.nats_auth import nats_options
+from shared.nats_auth import let_go, nats_options
 from shared.observability import message_span
 from shared.partition_leases import session
 from shared.settings import Settings
@@ -127,10 +127,7 @@ class OutboxRelay:
             partitions.forget()
             try:
                 if nc is not None:
-                    await nc.drain()
-            except Exception as exc:  # noqa: BLE001 - draining is best effort; the locks must still go
-                log.warning("relay_drain_failed", error=repr(exc))
-                await nc.close()
+                    await let_go(nc)
             finally:
                 await db.close()
 

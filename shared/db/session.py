@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -69,6 +70,7 @@ def pooler_connect_args() -> dict[str, Any]:
     }
 
 
+DISPOSE_SECONDS = 5.0
 PING_TIMEOUT = 2.0  # seconds a readiness probe waits for PostgreSQL, as for NATS
 
 
@@ -162,11 +164,15 @@ class Database:
             await connection.execute("SELECT 1")
         return True
 
-    async def dispose(self) -> None:
+    async def dispose(self, seconds: float = DISPOSE_SECONDS) -> None:
+        """Close every connection; one still in use after `seconds` (a server gone, a task that did not stop) is
+        dropped: asyncpg's close waits for each to be released, for ever unless bounded."""
         if self._pool is not None:
-            await self._pool.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pool.close(), seconds)  # a close cut short terminates the pool
             self._pool = None
-        await self.engine.dispose()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.engine.dispose(), seconds)
 
 
 async def _json_codecs(connection: asyncpg.Connection) -> None:

@@ -278,7 +278,7 @@ def test_stopping_leaves_no_process_and_a_second_start_keeps_the_data(system, da
     assert events_before >= 1
     assert system.stop(signal.SIGINT) == 0
     _, alive = psutil.wait_procs(processes, timeout=15)
-    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+    assert not alive, f"left behind: {described(alive)}"
     assert not (data_dir / "runtime.json").exists()
 
     again = start_system(data_dir)
@@ -337,6 +337,17 @@ def leftovers(data_dir) -> list[psutil.Process]:
     return found
 
 
+def described(processes: list[psutil.Process]) -> list[tuple[int, str]]:
+    """Each process's pid and command line (which service, or the guard), for a failure's message."""
+    found = []
+    for process in processes:
+        try:
+            found.append((process.pid, " ".join(process.cmdline())[-160:]))
+        except psutil.Error:
+            found.append((process.pid, "(gone)"))
+    return found
+
+
 def gone_within(data_dir, seconds: float) -> list[psutil.Process]:
     deadline = time.monotonic() + seconds
     while (alive := leftovers(data_dir)) and time.monotonic() < deadline:
@@ -351,12 +362,12 @@ def test_killing_up_outright_or_closing_its_terminal_leaves_no_process(tmp_path)
     killed.process.kill()  # SIGKILL: no handler runs; children, NATS and PostgreSQL must still go
     killed.process.wait()
     alive = gone_within(tmp_path / "killed", 30)
-    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+    assert not alive, f"left behind: {described(alive)}"
 
     hung_up = start_system(tmp_path / "hung-up")
     assert hung_up.stop(signal.SIGHUP) == 0
     alive = gone_within(tmp_path / "hung-up", 15)
-    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+    assert not alive, f"left behind: {described(alive)}"
 
 
 def test_ctrl_c_while_starting_stops_at_once_and_leaves_no_process(tmp_path):
@@ -374,7 +385,7 @@ def test_ctrl_c_while_starting_stops_at_once_and_leaves_no_process(tmp_path):
     assert process.returncode == 130, output
     assert "Threadline is up" not in output and "Stopped." in output
     alive = gone_within(data_dir, 15)
-    assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+    assert not alive, f"left behind: {described(alive)}"
 
 
 def test_an_unreachable_database_is_one_clear_line_not_a_traceback(tmp_path):

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import signal
 import subprocess
 import time
 
 import asyncpg
 import nats
 import pytest
+from faststream.nats import NatsBroker
 
 from services.cli.embedded import free_port, nats_server_binary
 from shared.db.session import Database, asyncpg_dsn
+from shared.messaging import stop_broker
 from shared.nats_auth import NatsOptions
 
 
@@ -92,3 +95,60 @@ async def test_closing_a_nats_connection_is_no_warning_and_losing_one_is(caplog)
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+async def test_a_broker_stops_within_its_bound_when_nats_froze_or_went(caplog):
+    """What a service does when the `up` that ran it was killed: NATS goes at the same moment, or stops answering.
+    nats-py would wait out its drain and flush timeouts (30 s and 10 s) before the process could exit."""
+    port = free_port()
+    server = subprocess.Popen([nats_server_binary(), "-a", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = NatsOptions(url=f"nats://127.0.0.1:{port}", name=f"stopping-{secrets.token_hex(3)}",
+                          inbox_prefix="_INBOX")
+    try:
+        await listening(port)
+        for how in ("froze", "went"):
+            broker = NatsBroker(**options.broker(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+            broker.subscriber(f"stopping.{how}")(lambda body: None)
+            await broker.start()
+            connection = broker._connection
+            if how == "froze":
+                server.send_signal(signal.SIGSTOP)  # connected, and never answers the drain's ping
+            else:
+                server.kill()
+                server.wait()
+                await asyncio.sleep(0.3)  # the client sees the socket close and starts reconnecting
+            started = time.monotonic()
+            await stop_broker(broker, seconds=2)
+            assert time.monotonic() - started < 5, how
+            assert connection.is_closed, how
+            server.send_signal(signal.SIGCONT)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], "no traceback, no error"
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGCONT)
+            server.kill()
+            server.wait()
+
+
+async def test_disposing_of_a_database_does_not_wait_for_ever_on_a_connection_still_in_use(servers):
+    url = await servers.create_database()
+    db = Database.from_url(url, pool_size=2, application_name=f"held-{secrets.token_hex(3)}")
+    held = asyncio.Event()
+
+    async def never_done() -> None:  # a background job that did not stop when asked
+        async with db.connection() as connection:
+            await connection.fetchval("SELECT 1")
+            held.set()
+            await asyncio.Event().wait()
+
+    job = asyncio.create_task(never_done())
+    try:
+        await held.wait()
+        started = time.monotonic()
+        await db.dispose(seconds=0.5)
+        assert time.monotonic() - started < 3
+    finally:
+        job.cancel()
+        await asyncio.gather(job, return_exceptions=True)
+        await servers.drop_database(url)

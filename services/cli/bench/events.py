@@ -30,7 +30,7 @@ from services.gateway.auth import TokenStore
 from shared.contracts import Actor
 from shared.db.session import Database
 from shared.events import EventType
-from shared.messaging import ServiceClient, create_broker
+from shared.messaging import ServiceClient, create_broker, stop_broker
 from shared.nats_auth import OPERATOR, nats_options
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
@@ -139,7 +139,7 @@ class Bench:
             await subscription.unsubscribe()
         finally:
             await connection.close()
-            await broker.stop()
+            await stop_broker(broker)
             await db.dispose()
         return [
             describe("at rest (1 reviewer, sequential)", [self.arrivals[d] for d in rest_ids], rest_seconds,
