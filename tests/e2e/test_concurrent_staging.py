@@ -18,6 +18,15 @@ CALLS_PER_AGENT = 3 if not os.environ.get("THREADLINE_FULL") else 10
 TRIES = 5  # calls answered `unavailable` (the gateway's 10 s waited out on a busy machine) are repeated
 
 
+async def call_until_answered(mcp, tool: str, arguments: dict):
+    """A call, repeated while it is answered `unavailable` (at most TRIES times), as that answer says to."""
+    for _ in range(TRIES):
+        result = await mcp.call_tool(tool, arguments)
+        if not (result.is_error and result.structured_content["error"]["code"] == "unavailable"):
+            break
+    return result
+
+
 @pytest.mark.slow
 async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
     async with agent_session(stack) as owner:
@@ -36,10 +45,7 @@ async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
             async with stack.agent(tokens[n]) as mcp:
                 # 64 first reads at once on a busy machine can wait out the gateway's 10 s: the answer is then
                 # `unavailable`, "retry shortly", and the agent retries, as the answer says to.
-                for _ in range(TRIES):
-                    read = await mcp.call_tool("get_workspace", {})
-                    if not (read.is_error and read.structured_content["error"]["code"] == "unavailable"):
-                        break
+                read = await call_until_answered(mcp, "get_workspace", {})
                 assert not read.is_error, read.structured_content
                 assert read.structured_content["workspaceRevision"] == pinned
                 k = 0
@@ -52,10 +58,7 @@ async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
                     started = time.monotonic()
                     arguments = {"expectedCaseId": case_id, "expectedRevision": pinned,
                                  "claims": [claim_item(claim_id, [source])]}
-                    for _ in range(TRIES):  # `unavailable`: an identical repeat returns the first outcome
-                        result = await mcp.call_tool("stage_claims", arguments)
-                        if not (result.is_error and result.structured_content["error"]["code"] == "unavailable"):
-                            break
+                    result = await call_until_answered(mcp, "stage_claims", arguments)  # a repeat: the first outcome
                     outcome = {"agent": n, "claim": claim_id, "started": started, "ended": time.monotonic()}
                     if result.is_error:
                         outcome["refused"] = result.structured_content["error"]["code"]
