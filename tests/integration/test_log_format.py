@@ -15,6 +15,12 @@ PROBE = ("from shared.logging import configure_logging, get_logger; from shared.
          "get_logger('probe').info('probe_logged', items=3)")
 
 
+# What asyncpg logs while PostgreSQL is away, each time its pool fails to reconnect the connections it keeps.
+OUTAGE = ("from shared.logging import configure_logging; import logging; configure_logging('probe', 'INFO', 'json'); "
+          "logging.getLogger('asyncpg.pool').warning('Failed to restore the pool connection floor; retrying', "
+          "exc_info=ConnectionRefusedError(111, 'Connect call failed'))")
+
+
 def logged(*, terminal: bool, log_format: str | None = None) -> str:
     """What one process logs on its stderr: a pseudo-terminal, or a pipe."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
@@ -66,3 +72,13 @@ def test_with_threadline_log_format_json_a_terminal_gets_json_too():
 def test_with_threadline_log_format_console_a_pipe_gets_readable_lines():
     line = logged(terminal=False, log_format="console").strip()
     assert "probe_logged" in line and not line.startswith("{")
+
+
+def test_a_reconnect_that_failed_during_an_outage_is_one_line_without_a_traceback():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    written = subprocess.run([sys.executable, "-c", OUTAGE], env=env, capture_output=True, text=True, timeout=60,
+                             check=True).stderr
+    entry = json.loads(written)
+    assert entry["level"] == "warning" and entry["logger"] == "asyncpg.pool"
+    assert entry["event"].startswith("Failed to restore the pool connection floor; retrying: ConnectionRefusedError")
+    assert "exception" not in entry and "Traceback" not in written
