@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import subprocess
+import sys
+import time
 
 import asyncpg
 import nats.errors
@@ -131,3 +134,16 @@ async def test_a_background_job_that_swallows_its_cancellation_is_not_started_ag
     finally:
         task.cancel()  # a run started again takes its cancellation
         await asyncio.wait({task}, timeout=5)
+
+
+def test_a_stop_that_hangs_ends_the_process_at_its_deadline_and_says_so():
+    """What runs when a service's stop waits on something that never comes (nobody may be left to kill it)."""
+    hanging = ("from shared.logging import configure_logging; from shared.service import exit_after; import time; "
+               "configure_logging('probe', 'INFO', 'json'); exit_after(0.5); time.sleep(60)")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", hanging], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and time.monotonic() - started < 20
+    assert '"service_stop_overran"' in done.stderr
+
+    finished = ("from shared.service import exit_after; import time; exit_after(0.5).cancel(); time.sleep(1)")
+    assert subprocess.run([sys.executable, "-c", finished], timeout=30).returncode == 0
