@@ -66,7 +66,7 @@ from shared.observability import (
     tracing_enabled,
 )
 from shared.outage import outage
-from shared.service import freeze_heap, probe_server
+from shared.service import STOP_DEADLINE_SECONDS, exit_after, freeze_heap, probe_server
 from shared.settings import Settings
 from shared.subjects import Subjects
 
@@ -378,14 +378,24 @@ async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
         return
     config = server_config(create_app(settings), settings)
     if not settings.http_reuse_port:
-        await uvicorn.Server(config).serve()
+        await DeadlineServer(config).serve()
         return
     # Several gateway processes on one port (`up --replicas gateway=2`): the kernel spreads connections.
     listener = socket.socket(socket.AF_INET6 if ":" in settings.http_host else socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     listener.bind((settings.http_host, settings.http_port))
-    await uvicorn.Server(config).serve(sockets=[listener])
+    await DeadlineServer(config).serve(sockets=[listener])
+
+
+class DeadlineServer(uvicorn.Server):
+    """uvicorn's server in the gateway's own process: gone within the services' stop deadline of the first signal,
+    whatever its connections and its NATS and PostgreSQL do (when `up` was killed, nobody else is there to kill it)."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if not self.should_exit:
+            exit_after(STOP_DEADLINE_SECONDS)
+        super().handle_exit(sig, frame)
 
 
 async def serve_stdio(settings: Settings, token: str | None) -> None:
