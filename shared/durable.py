@@ -29,7 +29,6 @@ MISSING_RETRY_SECONDS = 5.0
 FETCH_RETRY_SECONDS = 1.0
 
 Batch = Callable[[JetStreamContext, list[Any]], Awaitable[None]]
-Idle = Callable[[Any], Awaitable[None]]
 
 
 async def bind(js: JetStreamContext, stream: str, consumer: str, service: str) -> Any:  # noqa: ANN401 - nats-py's
@@ -47,9 +46,8 @@ async def bind(js: JetStreamContext, stream: str, consumer: str, service: str) -
             return subscription
 
 
-async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idle | None = None, *,
-               linger: float = 0.0) -> None:
-    """Fetch from `consumer` until the connection closes; `on_idle(subscription)` runs when a fetch finds nothing.
+async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, *, linger: float = 0.0) -> None:
+    """Fetch from `consumer` until the connection closes.
 
     `linger`: after a batch that was not full, wait this long before the next fetch, so that events arriving
     one by one under load are handled a batch at a time (one transaction, one pull request) — for consumers
@@ -60,21 +58,26 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, on_idle: Idl
     try:
         js = connection.jetstream()
         subscription = await bind(js, ctx.settings.stream_name, consumer, service)
-        while True:
-            try:
-                messages = await subscription.fetch(BATCH, timeout=FETCH_WAIT_SECONDS)
-            except (TimeoutError, NatsTimeout):
-                if on_idle is not None:
-                    await on_idle(subscription)
-                continue
-            except nats.errors.ConnectionClosedError:
-                return  # closed by shutdown: nothing more will arrive
-            except nats.errors.Error as error:
-                log.warning(f"{service}_fetch_failed", error=repr(error))
-                await asyncio.sleep(FETCH_RETRY_SECONDS)
+        while (messages := await fetch(subscription, BATCH, f"{service}_fetch_failed")) is not None:
+            if not messages:
                 continue
             await on_batch(js, messages)
             if linger and len(messages) < BATCH:
                 await asyncio.sleep(linger)
     finally:
         await connection.close()
+
+
+async def fetch(subscription: Any, count: int, failed: str, **context: Any) -> list[Any] | None:  # noqa: ANN401
+    """One pull of up to `count` messages: none when none came within FETCH_WAIT_SECONDS, or when the pull failed
+    (logged as `failed`, after which it pauses); None once the connection is closed (the process is stopping)."""
+    try:
+        return await subscription.fetch(count, timeout=FETCH_WAIT_SECONDS)
+    except (TimeoutError, NatsTimeout):
+        return []
+    except nats.errors.ConnectionClosedError:
+        return None
+    except nats.errors.Error as error:
+        log.warning(failed, error=repr(error), **context)
+        await asyncio.sleep(FETCH_RETRY_SECONDS)
+        return []

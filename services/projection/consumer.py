@@ -21,7 +21,6 @@ from typing import Any
 
 import asyncpg
 import nats
-from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Gauge
 from pydantic import ValidationError
 
@@ -180,23 +179,16 @@ async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, 
     checked = 0.0
     try:
         while not stop.is_set():
-            try:
-                messages = await subscription.fetch(applier.share(partition), timeout=durable.FETCH_WAIT_SECONDS)
-            except (TimeoutError, NatsTimeout):
+            messages = await durable.fetch(subscription, applier.share(partition), "projection_fetch_failed",
+                                           partition=partition)
+            if messages is None:
+                return  # closed by shutdown: nothing more will arrive
+            if not messages:
                 applier.busy.discard(partition)
                 if asyncio.get_running_loop().time() - checked > LAG_CHECK_SECONDS:
                     checked = asyncio.get_running_loop().time()
                     lag[partition] = await _observe_lag(subscription, lag.get(partition, 0))
                     PROJECTION_LAG.set(sum(lag.values()))
-                continue
-            except nats.errors.ConnectionClosedError:
-                return  # closed by shutdown: nothing more will arrive
-            except nats.errors.Error as error:
-                log.warning("projection_fetch_failed", partition=partition, error=repr(error))
-                await asyncio.sleep(durable.FETCH_RETRY_SECONDS)
-                continue
-            if not messages:
-                applier.busy.discard(partition)
                 continue
             applier.busy.add(partition)
             await applier.submit(messages)
