@@ -315,7 +315,7 @@ def relay_partition(case_id: str, partitions: int) -> int:
 
 
 def spread(run_id: str, cases: int, partitions: int,
-           partition: Callable[[str, int], int] = relay_partition) -> list[str]:
+           partition_of: Callable[[str, int], int] = relay_partition) -> list[str]:
     """Case ids that fall evenly on the partitions — the outbox's, or the projection's (as a deployment's many cases
     do; a few cases hashed at random would leave one relay or projection replica most of the work)."""
     chosen: list[str] = []
@@ -324,9 +324,9 @@ def spread(run_id: str, cases: int, partitions: int,
     while len(chosen) < cases:
         n += 1
         case_id = f"bench-scaleout-{run_id}-{n}"
-        partition_ = partition(case_id, partitions)
-        if per[partition_] < -(-cases // partitions):
-            per[partition_] += 1
+        partition = partition_of(case_id, partitions)
+        if per[partition] < -(-cases // partitions):
+            per[partition] += 1
             chosen.append(case_id)
     return chosen
 
