@@ -67,68 +67,68 @@ async def listening(port: int) -> None:
         return
 
 
-async def test_closing_a_nats_connection_is_no_warning_and_losing_one_is(caplog):
+@pytest.fixture
+async def bare_nats():
+    """A nats-server of this test's own (no users), to kill or freeze; its port."""
     port = free_port()
     server = subprocess.Popen([nats_server_binary(), "-a", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await listening(port)
+        yield server, port
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGCONT)
+            server.kill()
+            server.wait()
+
+
+async def test_closing_a_nats_connection_is_no_warning_and_losing_one_is(caplog, bare_nats):
+    server, port = bare_nats
     options = NatsOptions(url=f"nats://127.0.0.1:{port}", name=f"callbacks-{secrets.token_hex(3)}",
                           inbox_prefix="_INBOX")
-    try:
-        await listening(port)
-        closed = await nats.connect(**options.client())
-        await closed.flush()
-        await closed.close()
-        drained = await nats.connect(**options.client())
-        await drained.drain()
-        await asyncio.sleep(0.1)
-        assert nats_events(caplog, options.name) == [], "a close the process asked for is no warning"
+    closed = await nats.connect(**options.client())
+    await closed.flush()
+    await closed.close()
+    drained = await nats.connect(**options.client())
+    await drained.drain()
+    await asyncio.sleep(0.1)
+    assert nats_events(caplog, options.name) == [], "a close the process asked for is no warning"
 
-        lost = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
-        server.kill()
-        server.wait()
-        deadline = time.monotonic() + 5
-        while "nats_disconnected" not in nats_events(caplog, options.name):
-            assert time.monotonic() < deadline, "losing the server must be a warning"
-            await asyncio.sleep(0.05)
-        await lost.close()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+    lost = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 5
+    while "nats_disconnected" not in nats_events(caplog, options.name):
+        assert time.monotonic() < deadline, "losing the server must be a warning"
+        await asyncio.sleep(0.05)
+    await lost.close()
 
 
-async def test_a_broker_stops_within_its_bound_when_nats_froze_or_went(caplog):
+async def test_a_broker_stops_within_its_bound_when_nats_froze_or_went(caplog, bare_nats):
     """What a service does when the `up` that ran it was killed: NATS goes at the same moment, or stops answering.
-    nats-py would wait out its drain and flush timeouts (30 s and 10 s) before the process could exit."""
-    port = free_port()
-    server = subprocess.Popen([nats_server_binary(), "-a", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    FastStream's own stop raises nats-py's refusal to drain a reconnecting connection (a traceback in the log), or
+    waits out its flush time-out (10 s), and in its drain time-out (30 s) too when the server went mid-drain."""
+    server, port = bare_nats
     options = NatsOptions(url=f"nats://127.0.0.1:{port}", name=f"stopping-{secrets.token_hex(3)}",
                           inbox_prefix="_INBOX")
-    try:
-        await listening(port)
-        for how in ("froze", "went"):
-            broker = NatsBroker(**options.broker(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
-            broker.subscriber(f"stopping.{how}")(lambda body: None)
-            await broker.start()
-            connection = broker._connection
-            if how == "froze":
-                server.send_signal(signal.SIGSTOP)  # connected, and never answers the drain's ping
-            else:
-                server.kill()
-                server.wait()
-                await asyncio.sleep(0.3)  # the client sees the socket close and starts reconnecting
-            started = time.monotonic()
-            await stop_broker(broker, seconds=2)
-            assert time.monotonic() - started < 5, how
-            assert connection.is_closed, how
-            server.send_signal(signal.SIGCONT)
-        assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], "no traceback, no error"
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGCONT)
+    for how in ("froze", "went"):
+        broker = NatsBroker(**options.broker(), max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+        broker.subscriber(f"stopping.{how}")(lambda body: None)
+        await broker.start()
+        connection = broker._connection
+        if how == "froze":
+            server.send_signal(signal.SIGSTOP)  # connected, and never answers the drain's ping
+        else:
             server.kill()
             server.wait()
+            await asyncio.sleep(0.3)  # the client sees the socket close and starts reconnecting
+        started = time.monotonic()
+        await stop_broker(broker, seconds=2)
+        assert time.monotonic() - started < 5, how
+        assert connection.is_closed, how
+        server.send_signal(signal.SIGCONT)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], "no traceback, no error"
 
 
 async def test_disposing_of_a_database_does_not_wait_for_ever_on_a_connection_still_in_use(servers):
