@@ -28,7 +28,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from shared import problems
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
-from shared.nats_auth import DRAIN_SECONDS, let_go, nats_options
+from shared.nats_auth import DRAIN_SECONDS, finished_within, let_go, nats_options
 from shared.observability import broker_middlewares, message_span, observe_command, tracing_enabled
 from shared.outage import outage
 from shared.repeats import after_lost_answer, is_read, may_have_applied
@@ -125,12 +125,7 @@ async def stop_broker(broker: NatsBroker, seconds: float = BROKER_STOP_SECONDS) 
     """Stop a process's broker within `seconds`: the messages in hand finish and the connection drains when NATS
     is there; when it is not (or does not answer), the connection is closed at once, with no traceback."""
     connection = broker._connection  # FastStream's stop() forgets it, and raises what drain() raises
-    stopping = asyncio.ensure_future(broker.stop())
-    done, _ = await asyncio.wait({stopping}, timeout=seconds)
-    if stopping in done and not stopping.cancelled() and stopping.exception() is None:
-        return
-    stopping.cancel()
-    if connection is not None:
+    if not await finished_within(broker.stop(), seconds) and connection is not None:
         await let_go(connection)
 
 
