@@ -97,3 +97,16 @@ def test_the_readmes_turtle_excerpt_is_turtle_in_the_exports_vocabulary():
     assert (claim, rdflib.RDF.type, rdflib.URIRef("http://www.w3.org/ns/prov#Entity")) in graph
     assert {str(p).rsplit("#", 1)[-1] for p in graph.predicates(claim)} <= {
         "type", "text", "kind", "confidence", "wasDerivedFrom", "status", "wasGeneratedBy", "wasAttributedTo"}
+
+
+PROV = rdflib.Namespace("http://www.w3.org/ns/prov#")
+CLAIMS = "http://127.0.0.1:8700/api/v1/cases/c1/claims/"
+
+
+@pytest.mark.parametrize("fmt,parse_as", [("prov-turtle", "turtle"), ("prov-jsonld", "json-ld")])
+async def test_rdfs_inference_over_prov_has_the_claim_borne_on_influenced_by_the_claim_that_bears_on_it(fmt, parse_as):
+    graph = rdflib.Graph().parse(data=await exported(fmt, "t"), format=parse_as)
+    inferred = graph.query("""PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+        CONSTRUCT { ?s ?super ?o } WHERE { ?p rdfs:subPropertyOf ?super . ?s ?p ?o }""")
+    influenced = {(str(s), str(o)) for s, p, o in inferred if p == PROV.wasInfluencedBy}
+    assert influenced == {(CLAIMS + "b", CLAIMS + "a")}  # a contradicts b: b was influenced by a

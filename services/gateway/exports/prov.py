@@ -17,6 +17,10 @@ RELATION_TYPES = {
     "qualifies": "The subject claim limits the scope or strength of the object claim.",
     "amplifies": "The subject claim extends the reach or consequence of the object claim.",
 }
+# Each relation read from the claim it bears on: `target tl:supportedBy source`. PROV's `A prov:wasInfluencedBy B`
+# says A was influenced by B, so these (not the relation terms, which run the other way) are its sub-properties.
+INVERSES = {"supports": "supportedBy", "contradicts": "contradictedBy", "qualifies": "qualifiedBy",
+            "amplifies": "amplifiedBy"}
 CLASSES = {
     "Case": "A research question and the ledger of what reviewers accepted for it.",
     "Source": "An evidence record an agent staged and a reviewer accepted (or recorded).",
@@ -62,9 +66,12 @@ def vocabulary() -> list[Node]:
     """Every Threadline term the export uses, defined in the export itself."""
     nodes = [node(f"tl:{name}", ["rdfs:Class"], rdfs__label=name, rdfs__comment=comment)
              for name, comment in CLASSES.items()]
-    nodes += [node(f"tl:{name}", ["rdf:Property"], rdfs__label=name, rdfs__comment=comment,
-                   rdfs__subPropertyOf=ref("prov:wasInfluencedBy"))
+    nodes += [node(f"tl:{name}", ["rdf:Property"], rdfs__label=name, rdfs__comment=comment)
               for name, comment in RELATION_TYPES.items()]
+    nodes += [node(f"tl:{inverse}", ["rdf:Property"], rdfs__label=inverse,
+                   rdfs__comment=f"The inverse of tl:{name}: the subject claim was influenced by the object claim.",
+                   owl__inverseOf=ref(f"tl:{name}"), rdfs__subPropertyOf=ref("prov:wasInfluencedBy"))
+              for name, inverse in INVERSES.items()]
     nodes += [node(f"tl:{name}", ["rdf:Property"], rdfs__label=name, rdfs__comment=comment)
               for name, comment in PROPERTIES.items()]
     return nodes
@@ -168,6 +175,7 @@ class Provenance:
                               tl__verdictBasis=row["verdict_basis"])
             if row["status"] == "active":
                 yield node(source, [], **{f"tl__{row['type']}": ref(target)})
+                yield node(target, [], **{f"tl__{INVERSES[row['type']]}": ref(source)})
         async for row in self.pages.each("groups"):
             for item in self.staging(row, []):
                 yield item
