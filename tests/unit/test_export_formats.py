@@ -39,7 +39,10 @@ def ledger(text: str) -> dict[str, list[dict[str, Any]]]:
                     "transformation_note": "n", "source_ids": ["s1"], "health": "weakened", **PROVENANCE,
                     "status": "retired", "ended_by": "rita <r>", "ended_at": WHEN, "ended_revision": 3}],
         "relations": [{"relation_id": "a-b", "source_claim_id": "a", "target_claim_id": "b", "type": "contradicts",
-                       "rationale": text, "verdict_basis": True, **PROVENANCE}],
+                       "rationale": text, "verdict_basis": True, **PROVENANCE},
+                      {"relation_id": "b-a", "source_claim_id": "b", "target_claim_id": "a", "type": "supports",
+                       "rationale": "r", "verdict_basis": False, **PROVENANCE, "status": "retired",
+                       "ended_by": "rita <r>", "ended_at": WHEN, "ended_revision": 3}],
         "groups": [{"group_id": "g", "label": text, "confidence": "high", "rationale": text, "members": ["a", "b"],
                     **PROVENANCE}],
     }
@@ -78,7 +81,8 @@ async def test_nanopublications_and_aif_read_back_every_text_as_written(text):
     assert texts == {text, "Other."}
     aif = json.loads(await exported("aif-json", text))
     assert {n["nodeID"]: n["text"] for n in aif["nodes"] if n["type"] == "I"} == {"a": text, "b": "Other."}
-    assert [(e["fromID"], e["toID"]) for e in aif["edges"]] == [("a", "CA:a-b"), ("CA:a-b", "b")]
+    assert {(e["fromID"], e["toID"]) for e in aif["edges"]} == {("a", "CA:a-b"), ("CA:a-b", "b"), ("b", "RA:b-a"),
+                                                                ("RA:b-a", "a")}
 
 
 @settings(max_examples=30, deadline=None)
@@ -100,6 +104,8 @@ def test_the_readmes_turtle_excerpt_is_turtle_in_the_exports_vocabulary():
 
 
 PROV = rdflib.Namespace("http://www.w3.org/ns/prov#")
+NP = rdflib.Namespace("http://www.nanopub.org/nschema#")
+TL = "urn:threadline:vocab#"
 CLAIMS = "http://127.0.0.1:8700/api/v1/cases/c1/claims/"
 
 
@@ -109,4 +115,28 @@ async def test_rdfs_inference_over_prov_has_the_claim_borne_on_influenced_by_the
     inferred = graph.query("""PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
         CONSTRUCT { ?s ?super ?o } WHERE { ?p rdfs:subPropertyOf ?super . ?s ?p ?o }""")
     influenced = {(str(s), str(o)) for s, p, o in inferred if p == PROV.wasInfluencedBy}
-    assert influenced == {(CLAIMS + "b", CLAIMS + "a")}  # a contradicts b: b was influenced by a
+    assert influenced == {(CLAIMS + "b", CLAIMS + "a")}  # a contradicts b: b was influenced by a (b-a is retired)
+
+
+async def test_nanopublications_trig_is_each_nanopublications_four_graphs_and_nothing_else():
+    dataset = rdflib.Dataset()
+    dataset.parse(data=await exported("nanopub-trig", "t"), format="trig")
+    quads = list(dataset.quads((None, None, None, None)))
+    assert quads and all(g is not None and g != rdflib.graph.DATASET_DEFAULT_GRAPH_ID for *_, g in quads)
+    owner = {head: nanopub for nanopub, _, _, head in dataset.quads((None, rdflib.RDF.type, NP.Nanopublication, None))}
+    for head, nanopub in list(owner.items()):
+        for part in ("hasAssertion", "hasProvenance", "hasPublicationInfo"):
+            (graph,) = [g for *_, g, _ in dataset.quads((nanopub, NP[part], None, head))]
+            assert graph not in owner
+            owner[graph] = nanopub
+    assert {g for *_, g in quads} == set(owner) and len(set(owner.values())) == 2
+
+
+async def test_a_nanopublication_asserts_only_the_relations_still_active_then():
+    dataset = rdflib.Dataset()
+    dataset.parse(data=await exported("nanopub-trig", "t"), format="trig")
+    asserted = {(str(s), p.rsplit("#", 1)[-1], str(o)) for s, p, o, _ in dataset.quads((None, None, None, None))
+                if p.startswith(TL) and p.rsplit("#", 1)[-1] in ("supports", "contradicts", "qualifies", "amplifies")}
+    assert asserted == {(CLAIMS + "a", "contradicts", CLAIMS + "b")}
+    relation = rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/relations/b-a")
+    assert {str(o) for *_, o, _ in dataset.quads((relation, rdflib.URIRef(TL + "status"), None, None))} == {"retired"}

@@ -1,5 +1,6 @@
 """The ledger as nanopublications (TriG): one per claim accepted by the exported revision, each with its head,
-assertion (the claim, its kind, confidence and the relations it makes), provenance (its sources, the agent
+assertion (the claim, its kind, confidence, the relations it makes that still hold then, and each relation it
+made as a tl:Relation with its status then), provenance (its sources, the agent
 that staged it, the transformation note, the reviewer who accepted it) and publication info (created,
 creator, the case and revision).
 """
@@ -10,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from services.gateway.exports import rdf
-from services.gateway.exports.prov import claim_class, vocabulary
+from services.gateway.exports.prov import claim_class
 from services.gateway.exports.rdf import node, ref, when
 from services.gateway.exports.records import Iris, LedgerPages
 
@@ -40,7 +41,7 @@ def nanopublication(iris: Iris, case_id: str, as_of: int, claim: dict[str, Any],
                  tl__kind=claim["kind"], tl__confidence=claim["confidence"], tl__status=claim["status"],
                  tl__health=claim["health"])]
     made += [node(claim_iri, [], **{f"tl__{r['type']}": ref(iris.record(case_id, "claims", r["target_claim_id"]))})
-             for r in relations]
+             for r in relations if r["status"] == "active"]  # a relation ended by then is asserted no more
     made += [node(iris.record(case_id, "relations", r["relation_id"]), ["tl:Relation"], tl__relationType=r["type"],
                   tl__from=ref(claim_iri), tl__to=ref(iris.record(case_id, "claims", r["target_claim_id"])),
                   tl__status=r["status"])
@@ -67,7 +68,9 @@ def nanopublication(iris: Iris, case_id: str, as_of: int, claim: dict[str, Any],
 
 
 async def trig(pages: LedgerPages, iris: Iris) -> AsyncIterator[str]:
-    yield rdf.prefixes() + "".join(rdf.turtle(term) for term in vocabulary()) + "\n"
+    """The nanopublications and nothing else: readers of a multi-nanopublication file take its graphs four at a
+    time, so a default graph (the vocabulary, say: the PROV export defines it) would break them."""
+    yield rdf.prefixes()
     relations = _outgoing(pages)
     pending = await anext(relations, None)
     async for claim in pages.each("claims"):
