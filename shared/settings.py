@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = 8700
     http_reuse_port: bool = False  # bind the gateway's port with SO_REUSEPORT, so replicas can share it
+    # The address the deployment is reached by (behind a proxy: the proxy's), under which exports name their
+    # records; unset: http://{http_host}:{http_port}. Never the request's Host header: one record, one IRI.
+    public_url: str | None = None
     # Processes per service under `threadline up`: "staging=2,gateway=2" (unset: what suits the machine).
     replicas: str | None = None
     data_dir: Path = Path(".threadline")
@@ -145,6 +148,10 @@ class Settings(BaseSettings):
 
     def resolved_nats_url(self) -> str:
         return self._configured_or_running(self.nats_url, "natsUrl", "NATS server", "THREADLINE_NATS_URL")
+
+    @property
+    def public_base(self) -> str:
+        return (self.public_url or f"http://{self.http_host}:{self.http_port}").rstrip("/")
 
     def resolved_http_url(self) -> str:
         return self.runtime().get("httpUrl") or f"http://{self.http_host}:{self.http_port}"

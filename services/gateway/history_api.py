@@ -77,7 +77,7 @@ async def export(
 
     pages = await LedgerPages(fetch, principal.actor(), case_id, as_of).open()  # refuses a bad asOf before streaming
     writer = FORMATS[format]
-    iris = Iris(str(request.base_url).rstrip("/"))
+    iris = Iris(request.app.state.gateway.settings.public_base)  # the Host header would name one record many ways
 
     async def body() -> Any:
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import rdflib
+import rdflib.compare
 from sqlalchemy import select
 
 from shared.db.tables import claim_sources, claims, relations, sources
@@ -86,10 +87,11 @@ async def ledger_at(stack, case_id: str, revision: int) -> dict[str, Any]:
     return found
 
 
-async def export(stack, case_id: str, fmt: str, as_of: int | None = None) -> Any:
+async def export(stack, case_id: str, fmt: str, as_of: int | None = None, host: str | None = None) -> Any:
     async with stack.api() as api:
         params = {"format": fmt, **({"asOf": as_of} if as_of is not None else {})}
-        return await api.get(f"/api/v1/cases/{case_id}/export", params=params)
+        return await api.get(f"/api/v1/cases/{case_id}/export", params=params,
+                             headers={"Host": host} if host else None)
 
 
 def local(iri: Any) -> str:
@@ -167,6 +169,34 @@ async def test_nanopublications_one_per_claim_with_their_four_graphs(stack, hist
                                  GRAPH ?h { ?np np:hasAssertion ?a } }""")}
         assert linked == {(r.source_claim_id, r.target_claim_id) for r in expected["relation_rows"].values()
                           if r.ended_revision is None or r.ended_revision > revision}  # the relations active then
+
+
+async def test_an_export_names_its_records_alike_whatever_host_it_was_asked_through(stack, history):
+    agent, marks = history
+    port = stack.http_url.rsplit(":", 1)[1]
+    turtle = [rdflib.Graph().parse(data=(await export(stack, agent.case_id, "prov-turtle", host=host)).text,
+                                   format="turtle") for host in (None, f"localhost:{port}", "proxy.example.org")]
+    assert all(rdflib.compare.isomorphic(turtle[0], other) for other in turtle[1:])
+    trig = []
+    for host in (None, f"localhost:{port}"):
+        dataset = rdflib.Dataset()
+        dataset.parse(data=(await export(stack, agent.case_id, "nanopub-trig", host=host)).text, format="trig")
+        trig.append(set(dataset.quads((None, None, None, None))))
+    assert trig[0] == trig[1]
+    assert all(str(s).startswith(stack.http_url) for s, *_ in trig[0])
+
+
+async def test_a_nanopublication_exported_as_of_another_revision_has_another_iri(stack, history):
+    agent, marks = history
+    named = []
+    for revision in (marks["first_verdict"], marks["claim_retired"]):
+        dataset = rdflib.Dataset()
+        dataset.parse(data=(await export(stack, agent.case_id, "nanopub-trig", revision)).text, format="trig")
+        named.append({local(claim): nanopub for nanopub, claim in dataset.query(PREFIXES + """
+            SELECT ?np ?claim WHERE { GRAPH ?h { ?np np:hasAssertion ?a } GRAPH ?a { ?claim tl:kind ?kind } }""")})
+    then, now = named
+    assert "c" in then and then["c"] != now["c"]  # c was retired between the two: its nanopublication says so
+    assert not set(then.values()) & set(now.values())
 
 
 async def test_aif_nodes_and_edges_map_one_to_one_onto_claims_and_relations(stack, history):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from services.gateway.exports import FORMATS, chunks, rdf
 from services.gateway.exports.records import Iris, LedgerPages
 from shared.contracts import Actor
+from shared.settings import Settings
 
 WHEN = "2026-12-01T10:00:00+00:00"
 PROVENANCE = {"proposal_id": "0b9c1f7e-0000-4000-8000-000000000001", "staged_by": "agent 7 \"scout\"",
@@ -140,3 +141,10 @@ async def test_a_nanopublication_asserts_only_the_relations_still_active_then():
     assert asserted == {(CLAIMS + "a", "contradicts", CLAIMS + "b")}
     relation = rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/relations/b-a")
     assert {str(o) for *_, o, _ in dataset.quads((relation, rdflib.URIRef(TL + "status"), None, None))} == {"retired"}
+
+
+def test_export_iris_are_under_the_public_url_else_the_gateways_own_address(monkeypatch):
+    monkeypatch.delenv("THREADLINE_PUBLIC_URL", raising=False)
+    assert Settings(http_host="10.0.0.7", http_port=8123).public_base == "http://10.0.0.7:8123"
+    assert Settings(public_url="https://threadline.example.org/", http_port=8123).public_base == (
+        "https://threadline.example.org")

@@ -32,7 +32,7 @@ def nanopublication(iris: Iris, case_id: str, as_of: int, claim: dict[str, Any],
                     relations: list[dict[str, Any]]) -> str:
     """One claim's nanopublication: four named graphs."""
     claim_iri = iris.record(case_id, "claims", claim["claim_id"])
-    this = iris.record(case_id, "nanopubs", claim["claim_id"])
+    this = iris.nanopub(case_id, claim["claim_id"], as_of)
     head, assertion, provenance, pubinfo = (f"{this}#{part}" for part in ("Head", "assertion", "provenance",
                                                                            "pubinfo"))
     reviewer = iris.person("reviewers", claim["decided_by"])

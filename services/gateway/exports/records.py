@@ -47,7 +47,9 @@ class LedgerPages:
 
 @dataclass(frozen=True)
 class Iris:
-    """The IRIs an export names its records by: under the case's own API address, so that each resolves."""
+    """The IRIs an export names its records by, under the deployment's public address (THREADLINE_PUBLIC_URL), so
+    that one record has one IRI however the export was asked for. They are names, not addresses: of them the
+    gateway serves only the case's (GET /api/v1/cases/{caseId}); a claim's page is /ui/cases/{caseId}/claims/{id}."""
 
     base: str  # e.g. http://127.0.0.1:8700
 
@@ -56,6 +58,11 @@ class Iris:
 
     def record(self, case_id: str, kind: str, record_id: str | int) -> str:
         return f"{self.case(case_id)}/{kind}/{quote(str(record_id), safe='')}"
+
+    def nanopub(self, case_id: str, claim_id: str, as_of: int) -> str:
+        """A nanopublication is immutable: exported as of another revision it says something else (its asOf, the
+        claim's status and relations then), so it is another nanopublication with an IRI of its own."""
+        return f"{self.record(case_id, 'revisions', as_of)}/nanopubs/{quote(claim_id, safe='')}"
 
     def person(self, kind: str, name: str) -> str:
         return f"{self.base}/api/v1/{kind}/{quote(name, safe='')}"
