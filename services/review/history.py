@@ -34,11 +34,14 @@ async def claim_timeline(cmd: ClaimTimeline, uow: ReviewUnitOfWork) -> dict[str,
     async with uow.read():
         case = await _case(uow, cmd.case_id)
         claim = await uow.history.claim(cmd.case_id, cmd.claim_id)
-        if claim is None:
+        stagings = await uow.history.stagings_of(cmd.case_id, cmd.claim_id)
+        if claim is None and not stagings:
             raise NotFound(f"{cmd.claim_id!r} is not a claim of the case {cmd.case_id!r}", field="claimId",
-                           hint="name a claim the case's ledger holds (GET /api/v1/cases/{caseId}/ledger)")
-        links = await uow.history.links_of(cmd.case_id, cmd.claim_id, history_views.TIMELINE_CAP)
-    return {**history_views.timeline_view(cmd.case_id, claim, links), "revision": case["revision"]}
+                           hint="name a claim the case's ledger or one of its proposals holds "
+                                "(GET /api/v1/cases/{caseId}/ledger)")
+        links = (await uow.history.links_of(cmd.case_id, cmd.claim_id, history_views.TIMELINE_CAP)
+                 if claim is not None else history_views.NO_LINKS)
+    return {**history_views.timeline_view(cmd.case_id, cmd.claim_id, claim, links, stagings), "revision": case["revision"]}
 
 
 PAGES = {"sources": "sources_page", "claims": "claims_page", "relations": "relations_page",

@@ -20,8 +20,10 @@ from shared.db.tables import (
     claim_sources,
     claims,
     decisions,
+    item_decisions,
     merge_group_members,
     merge_groups,
+    proposal_items,
     proposals,
     relations,
     sources,
@@ -121,6 +123,24 @@ class SqlHistory:
             .where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
             .order_by(rating_history.c.revision)))
         return {"relations": linked, "groups": grouped, "ratings": rated}
+
+    async def stagings_of(self, case_id: str, claim_id: str) -> list[dict[str, Any]]:
+        """Every proposal that staged the claim, accepted, rejected or still pending, in the order staged, each with
+        the decision on it (the revision it is told at: the one the decision made, else the one it was made on)."""
+        decided = and_(item_decisions.c.proposal_id == proposal_items.c.proposal_id,
+                       item_decisions.c.item_id == proposal_items.c.item_id)
+        return dicts(await self.connection.execute(
+            select(proposals.c.proposal_id, proposals.c.kind, proposals.c.agent_name, proposals.c.created_at,
+                   proposals.c.pinned_revision, proposals.c.staged_revision, proposal_items.c.payload,
+                   item_decisions.c.outcome, decisions.c.decision_id, decisions.c.reviewer, decisions.c.decided_at,
+                   decisions.c.note,
+                   func.coalesce(decisions.c.revision_after, decisions.c.expected_revision).label("decided_revision"))
+            .select_from(proposals.join(proposal_items, proposal_items.c.proposal_id == proposals.c.proposal_id)
+                         .outerjoin(item_decisions, decided)
+                         .outerjoin(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
+            .where(proposals.c.case_id == case_id, proposals.c.kind.in_(("claims", "verdict")),
+                   proposal_items.c.item_id == claim_id)
+            .order_by(proposals.c.created_at, proposals.c.proposal_id)))
 
     # --- export pages: the records installed by a revision, in id order, each with its status then -------
 

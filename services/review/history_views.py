@@ -59,9 +59,33 @@ def _event(event: str, revision: int | None, by: str | None, at: datetime | None
             **{k: v for k, v in more.items() if v is not None}}
 
 
-def timeline_view(case_id: str, claim: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One claim's life in revision order: staged (by which agent, at which pin), accepted, related, grouped,
-    re-rated, and superseded or retired — each event with who and at which revision."""
+NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": []}
+ORDER = {"staged": 0, "accepted": 1, "rejected": 1}  # at one revision and moment: staged before decided
+
+
+def _staging_events(stagings: list[dict[str, Any]], accepted_in: str | None) -> list[dict[str, Any]]:
+    """Each staging of the claim that did not install it: staged, then rejected (or still pending: nothing more)."""
+    events = []
+    for s in stagings:
+        if s["proposal_id"] == accepted_in:
+            continue  # the claim's own row tells this one
+        staged_at = s["staged_revision"] if s["staged_revision"] is not None else s["pinned_revision"]
+        events.append(_event("staged", staged_at, s["agent_name"], s["created_at"], proposalId=s["proposal_id"]))
+        if s["outcome"] == "rejected":
+            events.append(_event("rejected", s["decided_revision"], s["reviewer"], s["decided_at"],
+                                 proposalId=s["proposal_id"], decisionId=s["decision_id"], note=s["note"]))
+    return events
+
+
+def _staged_claim(staging: dict[str, Any]) -> dict[str, Any]:
+    """What a staging said of the claim (a verdict's proposal holds it beside its relations)."""
+    said = staging["payload"]["claim"] if staging["kind"] == "verdict" else staging["payload"]
+    status = "rejected" if staging["outcome"] == "rejected" else "pending"
+    return {"text": said["text"], "kind": said["kind"], "confidence": said["confidence"], "status": status}
+
+
+def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A canonical claim's life from its row and links: staged, accepted, related, grouped, re-rated, ended."""
     claim_id = claim["claim_id"]
     events = []
     if claim["proposal_id"]:
@@ -89,10 +113,23 @@ def timeline_view(case_id: str, claim: dict[str, Any], links: dict[str, list[dic
     if claim["ended_revision"] is not None:
         events.append(_event(claim["status"], claim["ended_revision"], claim["ended_by"], claim["ended_at"],
                              supersededBy=claim["superseded_by"]))
-    order = {"staged": 0, "accepted": 1}
-    events.sort(key=lambda e: (e["revision"] if e["revision"] is not None else -1, order.get(e["event"], 2)))
-    return {"caseId": case_id, "claimId": claim_id, "text": claim["text"], "kind": claim["kind"],
-            "confidence": claim["confidence"], "status": claim["status"], "events": events,
+    return events
+
+
+def timeline_view(case_id: str, claim_id: str, claim: dict[str, Any] | None, links: dict[str, list[dict[str, Any]]],
+                  stagings: list[dict[str, Any]]) -> dict[str, Any]:
+    """One claim's life in revision order: each staging (by which agent, at which pin) and its rejection, then,
+    once accepted, related, grouped, re-rated, and superseded or retired — each event with who and at which
+    revision. A claim no decision accepted (rejected, or pending) is told from its proposals alone."""
+    events = _staging_events(stagings, claim["proposal_id"] if claim is not None else None)
+    if claim is not None:
+        events += _canonical_events(claim, links)
+        shown = {name: claim[name] for name in ("text", "kind", "confidence", "status")}
+    else:
+        shown = _staged_claim(stagings[-1])
+    events.sort(key=lambda e: (e["revision"] if e["revision"] is not None else -1, e["at"] or "",
+                               ORDER.get(e["event"], 2)))
+    return {"caseId": case_id, "claimId": claim_id, **shown, "events": events,
             "omitted": {name: TIMELINE_CAP for name in ("relations", "groups") if len(links[name]) >= TIMELINE_CAP}}
 
 

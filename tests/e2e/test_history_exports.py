@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx2
 import pytest
 import rdflib
 import rdflib.compare
@@ -26,6 +27,7 @@ from tests.factories import (
     merge_item,
     relation_item,
     source_item,
+    ui_sign_in,
     verdict_claim,
 )
 
@@ -65,6 +67,7 @@ async def history(stack):
         marks["claim_retired"] = (await retire(stack, agent.case_id, "claim", "c"))["revision"]
         staged = await agent.stage("stage_claims", claims=[claim_item("e", ["s0"])])
         await decide(stack, staged["proposalId"], reject=["e"], note="not needed")
+        await agent.stage("stage_claims", claims=[claim_item("f", ["s0"])])  # left pending
     # The MCP session closes in the task that opened it; the tests need only the case and the agent's name.
     return SimpleNamespace(case_id=agent.case_id, name=agent.name), marks
 
@@ -261,6 +264,23 @@ async def test_a_claims_timeline_tells_its_life_with_who_and_when(stack, history
     assert [(e["health"], e["revision"], e["by"]) for e in rerated] == [("unsupported", marks["source_retired"],
                                                                          "reviewer")]
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "claimId"
+
+
+async def test_a_claim_no_one_accepted_has_its_timeline_from_its_proposals(stack, history):
+    agent, marks = history
+    async with stack.api() as api:
+        e = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/e/timeline")).json()
+        f = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/f/timeline")).json()
+    assert [(x["event"], x["by"]) for x in e["events"]] == [("staged", agent.name), ("rejected", "reviewer")]
+    assert e["status"] == "rejected" and e["events"][1]["note"] == "not needed" and e["events"][1]["decisionId"]
+    assert e["events"][0]["proposalId"] == e["events"][1]["proposalId"]
+    assert e["events"][1]["revision"] == marks["claim_retired"]  # nothing changed: the revision it was decided on
+    assert [(x["event"], x["by"]) for x in f["events"]] == [("staged", agent.name)] and f["status"] == "pending"
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = await http.get(f"/ui/cases/{agent.case_id}/claims/e")
+    assert page.status_code == 200
+    assert 'class="event-rejected"' in page.text and "note: not needed" in page.text
 
 
 async def test_the_case_reads_back_as_of_a_revision_over_the_api(stack, history):
