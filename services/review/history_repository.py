@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.history_tables import rating_history
 from shared.db.queries import dicts
+from shared.db.review_tables import prediction_resolutions
 from shared.db.tables import (
     cases,
     change_log,
@@ -106,7 +107,8 @@ class SqlHistory:
         return found[0] if found else None
 
     async def links_of(self, case_id: str, claim_id: str, cap: int) -> dict[str, list[dict[str, Any]]]:
-        """The relations that run from or to the claim, the groups it is in, and each re-rating it had."""
+        """The relations that run from or to the claim, the groups it is in, each re-rating it had, and each
+        resolution of it (a prediction's)."""
         linked = dicts(await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, or_(
                 relations.c.source_claim_id == claim_id, relations.c.target_claim_id == claim_id))
@@ -122,7 +124,11 @@ class SqlHistory:
             .select_from(rating_history.join(change_log, _logged(rating_history)))
             .where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
             .order_by(rating_history.c.revision)))
-        return {"relations": linked, "groups": grouped, "ratings": rated}
+        resolved = dicts(await self.connection.execute(
+            select(prediction_resolutions).where(prediction_resolutions.c.case_id == case_id,
+                                                 prediction_resolutions.c.claim_id == claim_id)
+            .order_by(prediction_resolutions.c.revision).limit(cap)))
+        return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved}
 
     async def stagings_of(self, case_id: str, claim_id: str) -> list[dict[str, Any]]:
         """Every proposal that staged the claim, accepted, rejected or still pending, in the order staged, each with

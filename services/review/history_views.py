@@ -59,7 +59,7 @@ def _event(event: str, revision: int | None, by: str | None, at: datetime | None
             **{k: v for k, v in more.items() if v is not None}}
 
 
-NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": []}
+NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": [], "resolutions": []}
 ORDER = {"staged": 0, "accepted": 1, "rejected": 1}  # at one revision and moment: staged before decided
 
 
@@ -85,7 +85,8 @@ def _staged_claim(staging: dict[str, Any]) -> dict[str, Any]:
 
 
 def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """A canonical claim's life from its row and links: staged, accepted, related, grouped, re-rated, ended."""
+    """A canonical claim's life from its row and links: staged, accepted, related, grouped, re-rated, resolved
+    (a prediction), ended."""
     claim_id = claim["claim_id"]
     events = []
     if claim["proposal_id"]:
@@ -110,6 +111,10 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
     for rating in links["ratings"]:
         events.append(_event("rerated", rating["revision"], rating["actor"], rating["at"], health=rating["health"],
                              lost=rating["lost"]))
+    for r in links["resolutions"]:
+        events.append(_event("resolved", r["revision"], r["resolved_by"], r["at"], outcome=r["outcome"],
+                             resolvedOn=r["resolved_on"], sourceId=r["source_id"], note=r["note"],
+                             resolutionId=r["resolution_id"], supersedesResolution=r["supersedes"]))
     if claim["ended_revision"] is not None:
         events.append(_event(claim["status"], claim["ended_revision"], claim["ended_by"], claim["ended_at"],
                              supersededBy=claim["superseded_by"]))
@@ -119,7 +124,7 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
 def timeline_view(case_id: str, claim_id: str, claim: dict[str, Any] | None, links: dict[str, list[dict[str, Any]]],
                   stagings: list[dict[str, Any]]) -> dict[str, Any]:
     """One claim's life in revision order: each staging (by which agent, at which pin) and its rejection, then,
-    once accepted, related, grouped, re-rated, and superseded or retired — each event with who and at which
+    once accepted, related, grouped, re-rated, resolved, and superseded or retired — each event with who and at which
     revision. A claim no decision accepted (rejected, or pending) is told from its proposals alone."""
     events = _staging_events(stagings, claim["proposal_id"] if claim is not None else None)
     if claim is not None:

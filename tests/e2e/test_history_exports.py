@@ -283,6 +283,33 @@ async def test_a_claim_no_one_accepted_has_its_timeline_from_its_proposals(stack
     assert 'class="event-rejected"' in page.text and "note: not needed" in page.text
 
 
+async def test_a_predictions_resolutions_are_on_its_timeline_and_its_page(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        await agent.accepted("stage_claims", claims=[claim_item(
+            "p", ["outcomes"], kind="prediction", confidence="supported", text="Copper prices double within 2025.")])
+        revisions = []
+        async with stack.api() as api:
+            for outcome, note in (("true", None), ("void", "the index it was measured by was withdrawn")):
+                body = {"claimId": "p", "outcome": outcome, "sourceId": "outcomes", "resolvedOn": "2026-01-15",
+                        **({"note": note} if note else {})}
+                answer = await api.post(f"/api/v1/cases/{agent.case_id}/resolutions", json=body)
+                assert answer.status_code == 200, answer.text
+                revisions.append(await agent.revision())
+            timeline = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/p/timeline")).json()
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}/claims/p")).text
+    assert [e["event"] for e in timeline["events"]] == ["staged", "accepted", "resolved", "resolved"]
+    first, second = timeline["events"][2:]
+    assert [(e["outcome"], e["revision"], e["by"]) for e in (first, second)] == [
+        ("true", revisions[0], "reviewer"), ("void", revisions[1], "reviewer")]
+    assert second["supersedesResolution"] == first["resolutionId"] and "supersedesResolution" not in first
+    assert second["note"] == "the index it was measured by was withdrawn" and first["sourceId"] == "outcomes"
+    assert page.count('class="event-resolved"') == 2 and "resolved <strong>void</strong> on 2026-01-15" in page
+    assert "supersedes the earlier resolution" in page
+
+
 async def test_the_case_reads_back_as_of_a_revision_over_the_api(stack, history):
     agent, marks = history
     async with stack.api() as api:
