@@ -27,8 +27,9 @@ RECORD = {
                 FROM proposals p JOIN item_decisions d ON d.proposal_id = p.proposal_id
                 JOIN decisions dec ON dec.decision_id = d.decision_id
                 WHERE p.agent_name = :a AND d.outcome = 'rejected' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT :cap""",
-    "duplicates": """SELECT count(*) FROM proposals p JOIN possible_duplicates pd ON pd.proposal_id = p.proposal_id
-                     WHERE p.agent_name = :a""",
+    # An item that resembles several records is one row each: the agent staged one possible duplicate.
+    "duplicates": """SELECT count(DISTINCT (pd.proposal_id, pd.item_id)) FROM proposals p
+                     JOIN possible_duplicates pd ON pd.proposal_id = p.proposal_id WHERE p.agent_name = :a""",
     "checks": 'SELECT "check", count(*) AS n FROM review_check_flags WHERE agent_name = :a GROUP BY 1 ORDER BY 1',
     "predictions": """SELECT c.case_id, c.claim_id, c.confidence, r.outcome
                       FROM claims c JOIN LATERAL (

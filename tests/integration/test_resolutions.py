@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from tests.events import stream_events, wait_until_published
+from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import agent_session, claim_item, decide, source_item, ui_sign_in
 
 
@@ -158,3 +158,16 @@ async def test_predictions_whose_year_passed_are_listed_until_resolved_and_the_o
             page = (await http.get(f"/ui/cases/{agent.case_id}")).text
         assert nodes["past"]["resolution"]["outcome"] == "false" and nodes["future"].get("resolution") is None
         assert "resolved false · 2021-01-01" in page and "resolved FALSE · 2021-01-01" in page  # the list; the map
+
+
+async def test_an_item_resembling_two_records_counts_once_among_the_duplicates_an_agent_staged(stack):
+    text = "Acme Corp shipped 1,200 turbines to Norway in March 2024, according to its annual report."
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        await agent.accepted("stage_claims", claims=[claim_item("c-first", ["outcomes"], text=text),
+                                                     claim_item("c-second", ["outcomes"], text=text + " Indeed.")])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)  # the search index the staging compares against
+        staged = await agent.stage("stage_claims", claims=[claim_item("c-third", ["outcomes"], text=text.upper())])
+        assert {f["of"]["id"] for f in staged["possibleDuplicates"]} == {"c-first", "c-second"}
+        assert (await record(stack, agent.name))["duplicatesFlagged"] == 1
