@@ -82,6 +82,9 @@ async def _check(cmd: ResolvePrediction, uow: ReviewUnitOfWork, today: date) -> 
         raise InvalidArgument(f"sourceId {cmd.source_id!r} is not a canonical source of the case ({said})",
                               field="sourceId", hint="record the source that shows the outcome first, then cite it")
     _day(cmd.resolved_on, today)
+    if cmd.note is not None and not cmd.note.strip():
+        raise InvalidArgument("note is blank", field="note",
+                              hint="leave note out, or say why the resolution supersedes the earlier one")
     latest = await uow.resolutions.latest(cmd.case_id, cmd.claim_id)
     if latest is None:
         return None

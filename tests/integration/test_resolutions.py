@@ -60,6 +60,7 @@ async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refus
             ({**body, "resolvedOn": "2999-01-01"}, "resolvedOn"),
             ({**body, "resolvedOn": "2026-02-30"}, "resolvedOn"),
             ({**body, "outcome": "maybe"}, "outcome"),
+            ({**body, "note": "  "}, "note"),  # blank: says nothing
         ]
         for bad, field in refused:
             async with stack.api() as api:
@@ -73,6 +74,8 @@ async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refus
         assert first["revision"] == before + 1 and first["resolved"]["outcome"] == "true"
         again = await resolve(stack, agent.case_id, 422, **{**body, "outcome": "false"})
         assert again["error"]["field"] == "note"  # resolving twice without a note
+        blank = await resolve(stack, agent.case_id, 422, **{**body, "outcome": "false", "note": " \n "})
+        assert blank["error"]["field"] == "note"  # nor with a blank one
         assert (await resolve(stack, agent.case_id, 409, **body))["error"]["field"] == "claimId"
         second = await resolve(stack, agent.case_id, **{**body, "outcome": "void", "note": "the series was revised"})
         assert second["revision"] == before + 2 and second["resolved"]["supersedes"] == first["resolved"]["resolutionId"]
