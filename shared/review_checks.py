@@ -31,7 +31,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("prediction-established", WARNING,
           "a prediction is stated as established, though what has not happened yet cannot be"),
     Check("confidence-beyond-sources", WARNING,
-          "stated as established, but its evidence is social-only or comes from a single origin"),
+          "stated as established, but its evidence is social-only, comes from a single origin, or is no active source"),
     Check("observation-after-sources", WARNING,
           "an observation about a year later than every one of its sources' publication dates"),
     Check("support-cycle", WARNING,
@@ -158,7 +158,9 @@ def _claim(item: ClaimItem | VerdictClaim, facts: CheckFacts) -> list[tuple[str,
     if item.kind == "prediction" and item.confidence == "established":
         found.append(("prediction-established", "a prediction stated as established; until it resolves, "
                                                  "supported is the strongest its sources allow"))
-    if item.confidence == "established" and cited:
+    if item.confidence == "established" and not cited:
+        found.append(("confidence-beyond-sources", "established on no active source"))
+    elif item.confidence == "established":
         grounding = label((s.type, s.publisher) for s in cited)
         if grounding["grounding"] == "social-only":
             found.append(("confidence-beyond-sources", "established on social posts only"))

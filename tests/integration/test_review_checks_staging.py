@@ -49,7 +49,9 @@ async def test_checks_in_the_stage_answer_stored_and_beside_the_item_for_the_rev
                 "records": [{"record": "source", "id": "grid-2023"}], "note": "withdrawn"})
         assert response.status_code == 200, response.text
         now = {i["itemId"]: i for i in (await proposal(stack, staged["proposalId"]))["items"]}
-        assert {c["check"] for c in now["zero"]["reviewChecks"]} == {"prediction-established"}
+        assert {c["check"] for c in now["zero"]["reviewChecks"]} == {"prediction-established",
+                                                                     "confidence-beyond-sources"}
+        assert "established on no active source" in {c["message"] for c in now["zero"]["reviewChecks"]}
         assert now["zero"]["grounding"] == {"grounding": "none", "independentOrigins": 0}
 
 

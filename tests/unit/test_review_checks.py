@@ -54,6 +54,12 @@ def test_confidence_stronger_than_sources_allow():
     assert checks([claim(confidence="supported", sources=("post",))], found) == set()
 
 
+def test_established_on_no_active_source_is_confidence_beyond_sources():
+    retired = claim(confidence="established", sources=("grid-2023",))
+    assert [f.message for f in evaluate([retired], facts(SECOND))] == ["established on no active source"]
+    assert checks([claim(confidence="supported", sources=("grid-2023",))], facts(SECOND)) == set()
+
+
 def test_observation_about_a_year_later_than_every_source():
     later = claim(text="Emissions fell 8% in 2025.", sources=("grid-2023", "lab-2024"))
     assert "observation-after-sources" in checks([later], facts(PRIMARY, SECOND))
