@@ -1,6 +1,7 @@
 """A claim's grounding, from its active sources (CONTRACT): `primary` (at least one primary, official, standards or
 benchmark source), `secondary` (else at least one reporting or analysis source), `social-only` (only social
-sources), `none` (no active source); and `independentOrigins`, the number of distinct publishers among them.
+sources), `none` (no active source); and `independentOrigins`, the number of distinct publishers among them,
+counted as evidence health counts them (shared/health.py: a blank publisher names no origin).
 
 `grounding_for` is the one place every read asks: get_workspace's scopes, the map, the proposal page, the
 `ledger.changed` events of a retirement, and `inspect_claims`/`search_workspace`."""
@@ -11,16 +12,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from shared.db.raw import fetch
+from shared.health import independent_origins
 
 PRIMARY_TYPES = frozenset({"primary", "official", "standards", "benchmark"})
 SECONDARY_TYPES = frozenset({"reporting", "analysis"})
 SOCIAL_TYPES = frozenset({"social"})
 LABELS = ("primary", "secondary", "social-only", "none")
-
-
-def origin_of(publisher: str) -> str:
-    """Publishers written with other spacing or case are one origin."""
-    return " ".join(publisher.casefold().split())
 
 
 def label(sources: Iterable[tuple[str, str]]) -> dict[str, Any]:
@@ -35,7 +32,7 @@ def label(sources: Iterable[tuple[str, str]]) -> dict[str, Any]:
         name = "social-only"
     else:
         name = "none"
-    return {"grounding": name, "independentOrigins": len({origin_of(publisher) for _, publisher in listed})}
+    return {"grounding": name, "independentOrigins": independent_origins(publisher for _, publisher in listed)}
 
 
 # A source is active at revision R when it came at or before R and had not ended by R; without R, active now.

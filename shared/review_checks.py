@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictClaim, VerdictPatch
-from shared.grounding import label, origin_of
+from shared.grounding import label
+from shared.health import origin
 
 WARNING, INFO = "warning", "info"
 FLAGS_CAP = 50  # flags shown per proposal: a stage answer stays bounded
@@ -165,8 +166,10 @@ def _claim(item: ClaimItem | VerdictClaim, facts: CheckFacts) -> list[tuple[str,
         if grounding["grounding"] == "social-only":
             found.append(("confidence-beyond-sources", "established on social posts only"))
         elif grounding["independentOrigins"] == 1:
-            found.append(("confidence-beyond-sources",
-                          f"established on evidence from a single origin ({cited[0].publisher})"))
+            publisher = next(s.publisher for s in cited if origin(s.publisher))
+            found.append(("confidence-beyond-sources", f"established on evidence from a single origin ({publisher})"))
+        elif grounding["independentOrigins"] == 0:
+            found.append(("confidence-beyond-sources", "established on evidence that names no publisher"))
     if item.kind == "observation" and cited and (years := years_in(item.text)):
         published = [int(s.publication_date[:4]) for s in cited if s.publication_date[:4].isdigit()]
         if len(published) == len(cited) and max(years) > max(published):
@@ -210,9 +213,9 @@ def _relation(item: RelationItem, facts: CheckFacts, staged: list[tuple[str, str
 
 def _verdict(item: VerdictPatch, facts: CheckFacts) -> list[tuple[str, str]]:
     bases = [facts.claims[r.source_claim_id] for r in item.relations if r.source_claim_id in facts.claims]
-    origins = {origin_of(s.publisher) for basis in bases for s in basis.sources}
+    origins = {origin(s.publisher) for basis in bases for s in basis.sources} - {""}
     if len(bases) >= 1 and len(origins) == 1:
-        publisher = next(s.publisher for basis in bases for s in basis.sources)
+        publisher = next(s.publisher for basis in bases for s in basis.sources if origin(s.publisher))
         return [("verdict-single-origin", f"all {len(bases)} bases draw on {publisher} alone")]
     return []
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictPatch
+from shared.grounding import label
+from shared.health import independent_origins
 from shared.review_checks import CHECKS, CheckFacts, ClaimFact, SourceFact, evaluate, normalised_url, years_in
 from shared.settings import Settings
 from tests.factories import claim_item, merge_item, relation_item, source_item, verdict_claim
@@ -141,3 +143,14 @@ def test_a_check_is_turned_off_by_configuration(disabled):
                  sources=("grid-2023", "lab-2024"))
     assert checks([item], facts(PRIMARY, SECOND)) == {"prediction-established"}
     assert checks([item], facts(PRIMARY, SECOND), off) == set()
+
+
+def test_a_blank_publisher_is_no_origin_to_grounding_as_to_evidence_health():
+    sources = [("official", "Example Agency"), ("analysis", " "), ("reporting", "")]
+    assert label(sources)["independentOrigins"] == independent_origins(p for _, p in sources) == 1
+    blank = SourceFact("blank", "official", "  ", "2024-01-01")
+    found = facts(PRIMARY, blank)
+    assert [f.message for f in evaluate([claim(confidence="established", sources=("blank", "grid-2023"))], found)] \
+        == ["established on evidence from a single origin (National Grid ESO)"]
+    assert [f.message for f in evaluate([claim(confidence="established", sources=("blank",))], found)] \
+        == ["established on evidence that names no publisher"]
