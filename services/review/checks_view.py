@@ -1,10 +1,12 @@
 """The review checks and grounding beside each item of a proposal a reviewer opens, evaluated against the
-ledger as it is now (the stage answer showed them against the ledger as it was then)."""
+ledger as it is now (the stage answer showed them against the ledger as it was then), and the resolution of
+a prediction the proposal made canonical."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.review.resolutions import item_resolution
 from shared.contracts import ClaimItem, RelationItem, VerdictPatch
 from shared.grounding import label
 from shared.review_checks import CheckFacts, evaluate
@@ -24,7 +26,8 @@ def _grounding(item: Any, facts: CheckFacts) -> dict[str, Any] | None:
 
 
 async def annotations(ledger: Any, case_id: str, kind: str, typed: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each item's `reviewChecks` (and a claim's `grounding`, a relation's ends'), in one read."""
+    """Each item's `reviewChecks` (and a claim's `grounding`, a relation's ends'; a resolved prediction's
+    `resolution`)."""
     items = list(typed.values())
     facts = await ledger.review_facts(case_id, items, relations=kind == "relations")
     flags = evaluate(items, facts, get_settings().disabled_review_checks)
@@ -33,4 +36,16 @@ async def annotations(ledger: Any, case_id: str, kind: str, typed: dict[str, Any
         found[item_id] = {"reviewChecks": [f.to_json() for f in flags if f.item_id == item_id]}
         if (grounding := _grounding(item, facts)) is not None:
             found[item_id]["grounding"] = grounding
+    for item_id, row in (await _resolved(ledger, case_id, typed)).items():
+        found[item_id]["resolution"] = item_resolution(row)
     return found
+
+
+async def _resolved(ledger: Any, case_id: str, typed: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The latest resolution of each prediction item that is the canonical claim now (same id, same text: a
+    pending restatement under a taken id is not the claim that resolved)."""
+    predictions = {i: item for i, item in typed.items() if isinstance(item, ClaimItem) and item.kind == "prediction"}
+    if not predictions:
+        return {}
+    rows = await ledger.resolutions_of(case_id, list(predictions))
+    return {i: row for i, row in rows.items() if row["claim_text"] == predictions[i].text}

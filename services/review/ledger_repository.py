@@ -14,6 +14,7 @@ from shared import review_check_facts
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
 from shared.db.history_tables import rating_history
 from shared.db.queries import active_at, dicts, latest_ratings, ledger_facts
+from shared.db.review_tables import prediction_resolutions
 from shared.db.tables import (
     change_log,
     claim_sources,
@@ -59,6 +60,17 @@ class SqlLedger:
 
     async def grounding(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return await grounding_for(self.connection, case_id, claim_ids)
+
+    async def resolutions_of(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        found = await self.connection.execute(
+            select(prediction_resolutions, claims.c.text.label("claim_text"))
+            .join(claims, and_(claims.c.case_id == prediction_resolutions.c.case_id,
+                               claims.c.claim_id == prediction_resolutions.c.claim_id))
+            .where(prediction_resolutions.c.case_id == case_id,
+                   prediction_resolutions.c.claim_id.in_(list(claim_ids)), claims.c.status == ACTIVE,
+                   claims.c.kind == "prediction")
+            .order_by(prediction_resolutions.c.revision))
+        return {row["claim_id"]: dict(row) for row in found.mappings()}  # the latest of each claim last
 
     async def review_facts(self, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
         return await review_check_facts.load(self.connection, case_id, items, relations)

@@ -82,6 +82,9 @@ class Ledger(LedgerWriter, Protocol):
     async def evidence(self, case_id: str, refs: References) -> dict[str, dict[str, dict[str, Any]]]:
         """The sources (their evidence) and claims (their text) the refs name, as they are in the ledger."""
 
+    async def resolutions_of(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The latest resolution of each named canonical prediction, with the claim's text."""
+
     async def log(self, step: LedgerChanged, at: datetime, correlation_id: str | None) -> None: ...
 
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]: ...

@@ -133,3 +133,10 @@ async def resolve_prediction(cmd: ResolvePrediction, uow: ReviewUnitOfWork) -> d
 def node_resolution(row: dict[str, Any]) -> dict[str, Any]:
     """How the map and the pages show a resolved prediction."""
     return {"outcome": row["outcome"], "resolvedOn": row["resolved_on"], "sourceId": row["source_id"]}
+
+
+def item_resolution(row: dict[str, Any]) -> dict[str, Any]:
+    """How the proposal that made a prediction canonical shows its latest resolution: what the map shows, and
+    who resolved it at which revision, with the note of a resolution that superseded another."""
+    return {**node_resolution(row), "resolvedBy": row["resolved_by"], "revision": row["revision"],
+            **({"note": row["note"]} if row["note"] else {})}

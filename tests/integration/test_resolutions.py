@@ -141,15 +141,15 @@ async def test_the_track_record_of_ten_resolved_predictions_matches_the_figures_
 async def test_predictions_whose_year_passed_are_listed_until_resolved_and_the_outcome_shows_everywhere(stack):
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[source_item("outcomes")])
-        await agent.accepted("stage_claims", claims=[prediction("past", "supported", 2020),
-                                                     prediction("future", "supported", 2999)])
+        made = await agent.accepted("stage_claims", claims=[prediction("past", "supported", 2020),
+                                                            prediction("future", "supported", 2999)])
         summary = await agent.ok("get_workspace", {})
         assert [d["claimId"] for d in summary["predictionsDue"]["items"]] == ["past"]
         section = (await agent.ok("get_workspace", {"scope": "unresolved"}))["unresolved"]["predictionsDue"]
         assert section["total"] == 1 and section["items"][0]["year"] == 2020
 
-        await resolve(stack, agent.case_id, claimId="past", outcome="false", sourceId="outcomes",
-                      resolvedOn="2021-01-01")
+        resolved = await resolve(stack, agent.case_id, claimId="past", outcome="false", sourceId="outcomes",
+                                 resolvedOn="2021-01-01")
         assert (await agent.ok("get_workspace", {}))["predictionsDue"]["total"] == 0
         claims = {c["claimId"]: c for c in (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]["items"]}
         assert claims["past"]["resolution"] == {"outcome": "false", "resolvedOn": "2021-01-01", "sourceId": "outcomes"}
@@ -159,8 +159,21 @@ async def test_predictions_whose_year_passed_are_listed_until_resolved_and_the_o
         async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
             assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
             page = (await http.get(f"/ui/cases/{agent.case_id}")).text
+            accepted_page = (await http.get(f"/ui/proposals/{made['proposalId']}")).text
         assert nodes["past"]["resolution"]["outcome"] == "false" and nodes["future"].get("resolution") is None
         assert "resolved false · 2021-01-01" in page and "resolved FALSE · 2021-01-01" in page  # the list; the map
+
+        # The page of the proposal that made the prediction canonical: its outcome, day, source and reviewer.
+        async with stack.api() as api:
+            shown = {i["itemId"]: i for i in (await api.get(f"/api/v1/proposals/{made['proposalId']}")).json()["items"]}
+        by, at = resolved["resolvedBy"], resolved["revision"]
+        assert shown["past"]["resolution"] == {"outcome": "false", "resolvedOn": "2021-01-01", "sourceId": "outcomes",
+                                               "resolvedBy": by, "revision": at}
+        assert "resolution" not in shown["future"]
+        assert (f'id="resolution-past">Resolved <strong>FALSE</strong> · 2021-01-01 · citing <a class="mono" '
+                f'href="/ui/cases/{agent.case_id}#source-outcomes">outcomes</a> · by {by} (revision {at})'
+                in accepted_page)
+        assert 'id="resolution-future"' not in accepted_page
 
 
 async def test_an_item_resembling_two_records_counts_once_among_the_duplicates_an_agent_staged(stack):
