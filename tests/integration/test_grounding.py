@@ -3,8 +3,12 @@ and kept current when a source is retired."""
 
 from __future__ import annotations
 
+import re
+
+import httpx2
+
 from tests.events import stream_events, wait_until_published
-from tests.factories import agent_session, claim_item, source_item
+from tests.factories import agent_session, claim_item, source_item, ui_sign_in
 
 
 async def ledger_changes(stack, case_id: str) -> dict[int, dict]:
@@ -15,6 +19,15 @@ async def ledger_changes(stack, case_id: str) -> dict[int, dict]:
 
 def claims_of(workspace: dict) -> dict[str, dict]:
     return {c["claimId"]: c for c in workspace["claims"]["items"]}
+
+
+async def map_badges(stack, case_id: str) -> dict[str, list[str]]:
+    """The grounding badge lines of each claim box in the case page's map (the text, not a colour)."""
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = (await http.get(f"/ui/cases/{case_id}")).text
+    boxes = re.findall(r'<a href="[^"]*" class="map-node" data-node="([^"]+)" data-kind="claim">(.*?)</a>', page, re.S)
+    return {node: re.findall(r'class="nground">([^<]*)</text>', box) for node, box in boxes}
 
 
 async def test_retiring_a_claims_only_primary_source_changes_its_label_in_the_event_and_in_get_workspace(stack):
@@ -31,6 +44,9 @@ async def test_retiring_a_claims_only_primary_source_changes_its_label_in_the_ev
         assert sorted((g["claimId"], g["grounding"], g["independentOrigins"]) for g in added["grounding"]) == [
             ("mixed", "primary", 2), ("press", "secondary", 1), ("social", "social-only", 1)]
 
+        assert (await map_badges(stack, agent.case_id)) == {"mixed": ["[primary] 2 origins"],
+                                                            "social": ["[social-only] 1 origin"],
+                                                            "press": ["[secondary] 1 origin"]}
         before = claims_of(await agent.ok("get_workspace", {"scope": "claims"}))
         assert (before["mixed"]["grounding"], before["mixed"]["independentOrigins"]) == ("primary", 2)
         assert before["social"]["grounding"] == "social-only"
@@ -54,3 +70,5 @@ async def test_retiring_a_claims_only_primary_source_changes_its_label_in_the_ev
         nodes = {n["id"]: n for n in graph["nodes"] if n.get("kind") == "claim" or n["id"] in ("mixed", "social")}
         assert nodes["mixed"]["grounding"] == {"grounding": "secondary", "independentOrigins": 1}
         assert nodes["social"]["grounding"] == {"grounding": "social-only", "independentOrigins": 1}
+        badges = await map_badges(stack, agent.case_id)
+        assert badges["mixed"] == ["[secondary] 1 origin"] and badges["press"] == ["[secondary] 1 origin"]
