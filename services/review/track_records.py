@@ -1,6 +1,7 @@
 """Each agent's track record, computed from the ledger: what it staged and how reviewers decided, the notes
-they gave when rejecting, the possible duplicates and review checks its items were flagged with, and the
-Brier score and calibration of its resolved predictions (shared/track_record.py)."""
+they gave when rejecting, the possible duplicates and review checks its items were flagged with, the
+Brier score and calibration of its resolved predictions (shared/track_record.py), and the thesis deltas it
+committed and how they were decided."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ NOTES_SHOWN = 20
 
 RECORD = {
     "known": "SELECT EXISTS (SELECT 1 FROM agents WHERE name = :a) OR EXISTS (SELECT 1 FROM proposals "
-             "WHERE agent_name = :a)",
+             "WHERE agent_name = :a) OR EXISTS (SELECT 1 FROM delta_operations WHERE caller = :a)",
     "proposals": "SELECT count(*) FROM proposals WHERE agent_name = :a",
     "items": """SELECT coalesce(d.outcome, 'pending') AS outcome, count(*) AS n
                 FROM proposals p JOIN proposal_items i ON i.proposal_id = p.proposal_id
@@ -30,6 +31,9 @@ RECORD = {
     # An item that resembles several records is one row each: the agent staged one possible duplicate.
     "duplicates": """SELECT count(DISTINCT (pd.proposal_id, pd.item_id)) FROM proposals p
                      JOIN possible_duplicates pd ON pd.proposal_id = p.proposal_id WHERE p.agent_name = :a""",
+    # An agent that proposes thesis deltas: those it committed for review, and how reviewers decided them.
+    "deltas": """SELECT status, count(*) AS n FROM delta_operations WHERE caller = :a AND status <> 'previewed'
+                 GROUP BY 1""",
     "checks": 'SELECT "check", count(*) AS n FROM review_check_flags WHERE agent_name = :a GROUP BY 1 ORDER BY 1',
     "predictions": """SELECT c.case_id, c.claim_id, c.confidence, r.outcome
                       FROM claims c JOIN LATERAL (
@@ -55,6 +59,7 @@ async def agent_record(cmd: AgentRecordRef, uow: ReviewUnitOfWork) -> dict[str, 
         notes = [{"note": row.note, "count": row.n} for row in await rows("notes")]
         duplicates = (await rows("duplicates"))[0][0]
         checks = {row.check: row.n for row in await rows("checks")}
+        deltas = {row.status: row.n for row in await rows("deltas")}
         predictions = await rows("predictions")
     decided = items.get("accepted", 0) + items.get("rejected", 0)
     resolved = [(row.confidence, row.outcome) for row in predictions]
@@ -67,6 +72,8 @@ async def agent_record(cmd: AgentRecordRef, uow: ReviewUnitOfWork) -> dict[str, 
         "rejectionNotes": notes,
         "duplicatesFlagged": duplicates,
         "checks": checks,
+        "thesisDeltas": {"accepted": deltas.get("accepted", 0), "rejected": deltas.get("rejected", 0),
+                         "pending": deltas.get("committed", 0)},
         "predictions": {
             "resolved": len(track_record.scored(resolved)),
             "void": sum(outcome == "void" for _, outcome in resolved),

@@ -203,6 +203,24 @@ async def test_rejecting_a_delta_on_the_page_needs_a_note(stack):
         assert page.status_code == 200 and "Delta rejected" in page.text and "Not so." in page.text
 
 
+async def test_the_delta_and_thesis_pages_link_the_agent_to_a_record_that_counts_its_deltas(stack):
+    company = await new_company(stack)
+    async with stack.agent() as mcp:
+        operation = (await previewed_and_committed(mcp, preview_args(company, unique())))["operationId"]
+    async with signed_in(stack) as http:
+        delta_page = (await http.get(f"/ui/deltas/{operation}")).text
+        company_page = (await http.get(f"/ui/companies/{company['companyId']}")).text
+        link = re.search(r'<a class="agent-link" href="(/ui/agents/([^"]+))"', delta_page)
+        assert link and f'<a class="agent-link" href="{link[1]}"' in company_page
+        async with stack.api("reviewer") as api:
+            found = (await api.get(f"/api/v1/agents/{link[2]}/record")).json()["thesisDeltas"]
+        record = await http.get(link[1])
+    assert found["pending"] >= 1  # this one, and any other test's delta by the same agent
+    assert record.status_code == 200, record.text
+    assert (f'id="record-deltas">{sum(found.values())}</strong> ({found["accepted"]} accepted, '
+            f'{found["rejected"]} rejected, {found["pending"]} pending)') in record.text
+
+
 async def test_a_service_that_is_down_is_a_503_page(servers):
     settings = await new_deployment(servers)
     partial = await Stack(settings).start(services=(Service.REVIEW,))  # no projection: no case ledger
