@@ -9,7 +9,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RUNTIME_FILE = "runtime.json"
@@ -103,6 +103,20 @@ class Settings(BaseSettings):
     # reviewer token, and the gateway's URL when it is not the data dir's).
     token: SecretStr | None = None
     url: str | None = None
+
+    @field_validator("review_checks_disabled")
+    @classmethod
+    def _known_review_checks(cls, value: str) -> str:
+        """A misspelt name would leave its check on while the operator believes it off: refused at start."""
+        named = [name.strip() for name in value.split(",") if name.strip()]
+        if not named:
+            return value
+        from shared.review_checks import CHECKS  # only when set: the checks' module is not light to import
+
+        if unknown := [name for name in named if name not in CHECKS]:
+            raise ValueError(f"THREADLINE_REVIEW_CHECKS_DISABLED names no check {', '.join(unknown)}; "
+                             f"the checks are {', '.join(CHECKS)}")
+        return value
 
     def failpoint_commands(self, moment: str) -> set[str]:
         return {command for point in self.failpoints.split(",") if point.strip()

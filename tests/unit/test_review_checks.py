@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictPatch
 from shared.grounding import label
@@ -143,6 +144,14 @@ def test_a_check_is_turned_off_by_configuration(disabled):
                  sources=("grid-2023", "lab-2024"))
     assert checks([item], facts(PRIMARY, SECOND)) == {"prediction-established"}
     assert checks([item], facts(PRIMARY, SECOND), off) == set()
+
+
+def test_a_misspelt_check_turned_off_is_refused_naming_it_and_the_checks():
+    with pytest.raises(ValidationError) as refused:
+        Settings(review_checks_disabled="support-cycle, prediction-establishd")
+    said = str(refused.value)
+    assert "names no check prediction-establishd;" in said and all(name in said for name in CHECKS)
+    assert "support-cycle," not in said.split(";")[0]  # the known name is not called unknown
 
 
 def test_a_blank_publisher_is_no_origin_to_grounding_as_to_evidence_health():
