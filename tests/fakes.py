@@ -253,6 +253,9 @@ class FakeProposals:
     async def possible_duplicates(self, case_id: str, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         return {}  # flagged by staging's SQL only (tests/e2e/test_search.py)
 
+    async def staged_checks(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        return {}  # stored by staging's SQL only (tests/e2e/test_review_queue.py)
+
     async def case_of(self, proposal_id: str) -> str | None:
         found = self.store.proposals.get(proposal_id)
         return found.case_id if found else None

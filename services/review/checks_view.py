@@ -49,3 +49,12 @@ async def _resolved(ledger: Any, case_id: str, typed: dict[str, Any]) -> dict[st
         return {}
     rows = await ledger.resolutions_of(case_id, list(predictions))
     return {i: row for i, row in rows.items() if row["claim_text"] == predictions[i].text}
+
+
+def with_staged_checks(view: dict[str, Any], flags: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, Any]:
+    """A proposal of the queue, each item with the review checks it was flagged with when staged (its page
+    evaluates them again against the ledger as it is now)."""
+    off = get_settings().disabled_review_checks
+    for item in view["items"]:
+        item["reviewChecks"] = [f for f in flags.get((view["proposalId"], item["itemId"]), []) if f["check"] not in off]
+    return view

@@ -34,6 +34,9 @@ class Proposals(Protocol):
     async def case_of(self, proposal_id: str) -> str | None: ...
     async def possible_duplicates(self, case_id: str, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]: ...
 
+    async def staged_checks(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """(proposal id, item id) -> the review checks staging flagged the item with, warnings first."""
+
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
         """Up to `limit` proposal ids from `low` to `high`, in order (the ids a prefix covers)."""
 

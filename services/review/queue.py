@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from services.review import views
+from services.review.checks_view import with_staged_checks
 from services.review.domain import StoredProposal
 from services.review.duplicate_views import with_possible_duplicates
 from services.review.ports import ReviewUnitOfWork
@@ -74,13 +75,14 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
     more, page = len(page) > cmd.limit, page[: cmd.limit]
     decided = await uow.proposals.decisions_of([p.proposal_id for p in page])
     flagged = await uow.proposals.possible_duplicates(cmd.case_id, [p.proposal_id for p in page])
+    checked = await uow.proposals.staged_checks([p.proposal_id for p in page])
     return {
         "caseId": cmd.case_id,
         "revision": found_case["revision"],
         "status": cmd.status,
         "sort": "newest" if newest_first else "oldest",
-        "proposals": [with_possible_duplicates(views.proposal_view(p, decisions=decided.get(p.proposal_id, [])),
-                                               flagged) for p in page],
+        "proposals": [with_staged_checks(with_possible_duplicates(
+            views.proposal_view(p, decisions=decided.get(p.proposal_id, [])), flagged), checked) for p in page],
         "total": await uow.queue.count(wanted),  # on every page: how many the filters match in all
         "nextCursor": encode_cursor(page[-1], fingerprint) if more else None,
     }

@@ -17,6 +17,7 @@ from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import SqlQueue
 from services.review.resolutions import SqlResolutions
 from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
+from shared.db.review_tables import review_check_flags
 from shared.db.tables import (
     case_focus,
     cases,
@@ -27,6 +28,7 @@ from shared.db.tables import (
     proposal_items,
     proposals,
 )
+from shared.review_checks import Flag
 from shared.uow import SqlUnitOfWork
 
 
@@ -154,6 +156,19 @@ class SqlProposals:
 
     async def possible_duplicates(self, case_id: str, proposal_ids: Sequence[str]) -> duplicate_views.Flags:
         return await duplicate_views.possible_duplicates(self.connection, case_id, proposal_ids)
+
+    async def staged_checks(self, proposal_ids: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        if not proposal_ids:
+            return found
+        rows = await self.connection.execute(
+            select(review_check_flags).where(review_check_flags.c.proposal_id.in_(list(proposal_ids)))
+            .order_by(review_check_flags.c.proposal_id, review_check_flags.c.item_id,
+                      (review_check_flags.c.severity != "warning"), review_check_flags.c.check))
+        for r in rows:
+            found.setdefault((str(r.proposal_id), r.item_id), []).append(Flag(
+                r.item_id, r.check, r.severity, r.message).to_json())
+        return found
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
         column = proposals.c.proposal_id

@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
+import httpx2
 from sqlalchemy import insert
 
 from shared.db.tables import possible_duplicates
 from tests.e2e.test_review_cli import threadline
-from tests.factories import Agent, agent_session, claim_item, decide, relation_item, seed, source_item, unique
+from tests.factories import (
+    Agent,
+    agent_session,
+    claim_item,
+    decide,
+    relation_item,
+    seed,
+    source_item,
+    ui_sign_in,
+    unique,
+)
 
 
 async def _queue(stack: Any, case_id: str, expect: int = 200, **params: Any) -> dict[str, Any]:
@@ -89,6 +101,29 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
                            ({"agent": "x\x00"}, "agent"), ({"cursor": "\x00"}, "cursor"), ({"limit": "0"}, "limit")):
             error = (await _queue(stack, case, 422, **bad))["error"]
             assert error["field"] == field, error
+
+
+async def test_the_queue_shows_each_items_review_checks_by_name_and_severity(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        staged = await agent.stage("stage_claims", claims=[
+            claim_item("soon", [source], kind="prediction", confidence="established",
+                       text="The grid is fully decarbonised by 2027."),
+            claim_item("calm", [source], text="Heat pump sales rose in 2023.")])
+        listed = (await _queue(stack, agent.case_id))["proposals"]
+        items = {i["itemId"]: i for p in listed if p["proposalId"] == staged["proposalId"] for i in p["items"]}
+        assert [(c["check"], c["severity"]) for c in items["soon"]["reviewChecks"]] == [
+            ("confidence-beyond-sources", "warning"), ("prediction-established", "warning")]
+        assert items["calm"]["reviewChecks"] == []
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}")).text
+        row = re.search(rf'<tr data-proposal="{staged["proposalId"]}">(.*?)</tr>', page, re.S)[1]
+        shown = re.findall(r'data-check="([^"]+)" title="[^"]+">([^<]+)</span>', row)
+        assert shown == [("confidence-beyond-sources", "⚠ warning: confidence-beyond-sources"),
+                         ("prediction-established", "⚠ warning: prediction-established")]
+        assert row.index('data-check="prediction-established"') > row.index(">soon<")
+        assert row.index('data-check="prediction-established"') < row.index(">calm<")  # beside its own item
 
 
 async def test_the_queue_sorts_by_age_and_pages_by_a_stable_cursor(stack):
