@@ -1,11 +1,12 @@
 """What the review checks read, in one statement on whichever connection the caller holds (staging's one
 extra round trip; review's when a reviewer opens a proposal): the active sources the items cite, the active
 claims they name with each one's active sources, the case's active supports edges, and the active sources
-whose URL is one of the items'."""
+whose URL is one of the items'; and the day (UTC) they run on."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from shared.db.raw import fetch
@@ -38,7 +39,7 @@ SELECT 'url', s.source_id, {NORMALISED_URL}, NULL, NULL, NULL
 async def load(connection: Any, case_id: str, items: Sequence[Any], relations: bool) -> CheckFacts:
     """The facts `review_checks.evaluate` needs for these items (one round trip; none when they need none)."""
     source_ids, claim_ids, urls = wanted(items)
-    facts = CheckFacts()
+    facts = CheckFacts(today=datetime.now(UTC).date())
     if not (source_ids or claim_ids or urls or relations):
         return facts
     cites: dict[str, list[SourceFact]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictClaim, VerdictPatch
@@ -45,6 +46,8 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "a claim rated contradicted is offered as support for another"),
     Check("snapshot-before-publication", WARNING,
           "the source's snapshot date is earlier than its publication date"),
+    Check("prediction-year-passed", WARNING,
+          "a prediction about a year that has already passed: what happened can be observed, not predicted"),
     Check("prediction-without-year", INFO,
           "a prediction names no year by which it can be resolved true or false"),
     Check("merge-across-kinds", INFO,
@@ -91,6 +94,7 @@ class CheckFacts:
     claims: dict[str, ClaimFact] = field(default_factory=dict)  # active claims the items name, with their sources
     supports: list[tuple[str, str]] = field(default_factory=list)  # the case's active supports edges
     urls: dict[str, list[str]] = field(default_factory=dict)  # normalised URL -> active sources with it
+    today: date | None = None  # the day the checks run (a prediction's year may have passed by then)
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,10 @@ def _claim(item: ClaimItem | VerdictClaim, facts: CheckFacts) -> list[tuple[str,
                           f"observes {max(years)}, but its latest source was published in {max(published)}"))
     if item.kind == "prediction" and not years_in(item.text):
         found.append(("prediction-without-year", "name the year by which this prediction is true or false"))
+    if item.kind == "prediction" and facts.today and (years := years_in(item.text)) and max(years) < facts.today.year:
+        found.append(("prediction-year-passed",
+                      f"names {max(years)}, which has passed: stage what happened as an observation, or have the "
+                      "prediction resolved"))
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from pydantic import ValidationError
 
@@ -127,6 +129,18 @@ def test_prediction_without_a_year():
     assert "prediction-without-year" in checks([claim(kind="prediction", text="Prices will fall.")], facts(PRIMARY))
     assert "prediction-without-year" not in checks([claim(kind="prediction", text="Prices fall by 2030.")],
                                                    facts(PRIMARY))
+
+
+def test_prediction_about_a_year_already_passed():
+    found = facts(PRIMARY)
+    found.today = date(2026, 12, 7)
+    passed = claim(kind="prediction", confidence="supported", text="Heat pump sales double by 2020.")
+    flags = [f for f in evaluate([passed], found) if f.check == "prediction-year-passed"]
+    assert [(f.severity, f.message[:19]) for f in flags] == [("warning", "names 2020, which h")]
+    for text in ("Heat pump sales double by 2026.", "Sales fall from their 2019 level by 2030.", "Sales double."):
+        assert "prediction-year-passed" not in checks([claim(kind="prediction", text=text)], found), text
+    assert "prediction-year-passed" not in checks([claim(text="Heat pump sales doubled by 2020.")], found)
+    assert "prediction-year-passed" not in checks([passed], found, ["prediction-year-passed"])
 
 
 def test_merge_group_across_kinds():
