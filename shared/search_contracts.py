@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from shared import contracts as c
-from shared.contract_base import Actor, Contract, Slug
+from shared.contract_base import Actor, Contract, Slug, Storable
 from shared.subjects import Command
 
 QUERY_CHARS = 200
@@ -15,13 +15,14 @@ PAGE = 10  # hits a page
 MAX_CURSOR = 100_000
 SearchKind = Literal["source", "claim", "relation", "group"]
 SearchStatus = Literal["canonical", "pending", "retired", "any"]
-Query = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_CHARS)]
+# Storable: PostgreSQL cannot take a NUL in a parameter, so the query refuses it wherever it comes from.
+SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_CHARS), Storable]
 Cursor = Annotated[int, Field(ge=1, le=MAX_CURSOR)]
 
 
 class SearchWorkspaceArgs(Contract):
     expected_case_id: Slug
-    query: Query
+    query: SearchQuery
     kinds: Annotated[list[SearchKind], Field(min_length=1, max_length=4)] | None = None
     status: SearchStatus = "canonical"
     cursor: Cursor | None = None
@@ -37,7 +38,7 @@ class CaseSearch(Contract):
 
     actor: Actor
     case_id: Slug
-    query: Query
+    query: SearchQuery
     kinds: Annotated[list[SearchKind], Field(min_length=1, max_length=4)] | None = None
     status: SearchStatus = "canonical"
     cursor: Cursor | None = None

@@ -10,7 +10,7 @@ from services.gateway import api_models as m
 from services.gateway.auth import Principal
 from services.gateway.http_api import READERS, CaseId, call, caller
 from shared.errors import InvalidArgument
-from shared.search_contracts import MAX_CURSOR, QUERY_CHARS, CaseSearch, SearchKind, SearchStatus
+from shared.search_contracts import MAX_CURSOR, CaseSearch, SearchKind, SearchQuery, SearchStatus
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -40,8 +40,7 @@ def search_query(q: str) -> str:
 async def case_search(
     case_id: CaseId,
     request: Request,
-    q: Annotated[str, Query(min_length=1, max_length=QUERY_CHARS,
-                            description="An id (or the start of one), or words of a record's text.")],
+    q: Annotated[SearchQuery, Query(description="An id (or the start of one), or words of a record's text.")],
     kinds: Annotated[str | None, Query(max_length=80, description="Only these kinds of record, comma-separated: "
                                                                   "source, claim, relation, group.")] = None,
     status: Annotated[SearchStatus, Query(description="canonical (default), pending, retired or any.")] = "canonical",

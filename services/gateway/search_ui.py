@@ -11,6 +11,7 @@ from services.gateway.auth import Principal
 from services.gateway.http_api import CaseId
 from services.gateway.search_api import search_kinds
 from services.gateway.ui import Reviewer, call, failure, render
+from shared.contract_base import Storable
 from shared.errors import ThreadlineError
 from shared.search_contracts import MAX_CURSOR, QUERY_CHARS, CaseSearch, SearchStatus
 from shared.subjects import Command
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 async def search_page(
     request: Request,
     case_id: CaseId,
-    q: Annotated[str, Query(max_length=QUERY_CHARS)] = "",
+    q: Annotated[str, Query(max_length=QUERY_CHARS), Storable] = "",  # blank opens the empty search form
     kinds: Annotated[str | None, Query(max_length=80)] = None,
     status: SearchStatus = "canonical",
     cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR)] = None,
