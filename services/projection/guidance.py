@@ -1,6 +1,7 @@
-"""`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first, newest first,
-never pushed out of reach by computed gaps; the gaps summarised after them in one entry (counts by kind, the
-first few, and the calls that list and find them all)."""
+"""`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first (those on the calling
+agent's own proposals and case guidance before the others), newest first, never pushed out of reach by computed
+gaps; the gaps summarised after them in one entry (counts by kind, the first few, and the calls that list and find
+them all)."""
 
 from __future__ import annotations
 
@@ -33,12 +34,13 @@ def gaps_summary(total: int, by_type: dict[str, tuple[int, list[str]]], first: l
     }
 
 
-async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None,
-                   counts: dict[str, int]) -> dict[str, Any]:
-    """Reviewers' notes newest first, then one summary of the gaps the ledger shows (the unresolved items)."""
+async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None, counts: dict[str, int],
+                   agent: str) -> dict[str, Any]:
+    """Reviewers' notes on the agent's own proposals and case guidance, then the notes on other agents' proposals,
+    each newest first; then one summary of the gaps the ledger shows (the unresolved items)."""
     start = cursor or 0
     notes = await uow.reads.guidance_total(case_id)
-    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE))[start:] if start < notes else []
+    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE, agent))[start:] if start < notes else []
     gaps = counts.get(UNRESOLVED, 0)
     if gaps and len(chunk) < domain.PAGE_SIZE and start <= notes:
         first = await uow.views.unresolved_page(case_id, 0, FIRST_GAPS)

@@ -325,8 +325,13 @@ class SqlReads(ClaimMarks):
             .group_by(proposals.c.kind).order_by(proposals.c.kind))
         return {kind: count for kind, count in rows.all()}
 
-    async def guidance(self, case_id: str, limit: int) -> list[dict[str, Any]]:
-        """Reviewers' decision notes and case guidance, newest first: the first `limit` of them."""
+    async def guidance(self, case_id: str, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
+        """Reviewers' decision notes and case guidance, newest first: the first `limit` of them.
+
+        With `agent`, what is addressed to it comes first (the notes on its own proposals, and case guidance, which
+        is for every agent), so that other agents' many decisions never push a note meant for it (a "duplicate of
+        X") past the pages it can read."""
+        own = proposals.c.agent_name == agent if agent is not None else None
         decided = await self.connection.execute(
             select(
                 decisions.c.decision_id,
@@ -342,7 +347,7 @@ class SqlReads(ClaimMarks):
             .join(item_decisions, item_decisions.c.decision_id == decisions.c.decision_id)
             .where(decisions.c.case_id == case_id, _noted)
             .group_by(decisions.c.decision_id, proposals.c.kind, proposals.c.agent_name)
-            .order_by(decisions.c.decided_at.desc())
+            .order_by(*((own.desc(),) if own is not None else ()), decisions.c.decided_at.desc())
             .limit(limit)
         )
         entries = [
@@ -364,7 +369,7 @@ class SqlReads(ClaimMarks):
         entries += [
             {"type": "case_guidance", "at": r.created_at, "reviewer": r.author, "note": r.text} for r in notes
         ]
-        entries.sort(key=lambda e: e["at"], reverse=True)
+        entries.sort(key=lambda e: (agent is not None and e.get("agent", agent) == agent, e["at"]), reverse=True)
         for entry in entries:
             entry["at"] = entry["at"].isoformat()
         return entries[:limit]

@@ -81,7 +81,7 @@ async def _workspace(uow: ProjectionUnitOfWork, scope: str, cursor: int | None, 
     if "unresolved" in shows:
         found["unresolved"] = await workspace.unresolved(uow, case_id, cursor, counts, state)
     if "guidance" in shows:
-        found["guidance"] = await guidance.guidance(uow, case_id, cursor, counts)
+        found["guidance"] = await guidance.guidance(uow, case_id, cursor, counts, agent)
     return found
 
 

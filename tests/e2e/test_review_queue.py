@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx2
 from sqlalchemy import insert
 
-from shared.db.tables import possible_duplicates
+from services.projection.domain import MAX_CURSOR, PAGE_SIZE
+from shared.db.tables import decisions, item_decisions, possible_duplicates, proposal_items, proposals
 from tests.e2e.test_review_cli import threadline
 from tests.factories import (
     Agent,
@@ -257,6 +260,43 @@ async def test_reviewer_notes_stay_on_the_first_guidance_page_however_many_gaps(
         assert all(len(ids) == min(5, summary["byKind"][kind]) for kind, ids in listed.items())
         assert guidance["total"] == len(guidance["items"]) and guidance["nextCursor"] is None
         assert guidance["omitted"] == 0
+
+
+async def _noted_rejections(stack: Any, case_id: str, agent: str, count: int) -> None:
+    """`count` proposals of `agent`, each rejected with a note, written as staging and review store them, so that
+    the notes of a busy case are had in a moment (guidance reads these tables as they are)."""
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    now = datetime.now(UTC)
+    async with stack.db.engine.begin() as connection:
+        await connection.execute(insert(proposals), [
+            {"proposal_id": p, "case_id": case_id, "kind": "sources", "pinned_revision": 0, "agent_name": agent,
+             "item_count": 1} for p in ids])
+        await connection.execute(insert(proposal_items), [
+            {"proposal_id": p, "item_id": f"busy-{i}", "position": 0, "payload": {}} for i, p in enumerate(ids)])
+        await connection.execute(insert(decisions), [
+            {"decision_id": p, "proposal_id": p, "case_id": case_id, "reviewer": "reviewer",
+             "note": f"Not this one ({i}).", "decided_at": now + timedelta(seconds=i)} for i, p in enumerate(ids)])
+        await connection.execute(insert(item_decisions), [
+            {"proposal_id": p, "item_id": f"busy-{i}", "decision_id": p, "outcome": "rejected"}
+            for i, p in enumerate(ids)])
+
+
+async def test_an_agents_own_duplicate_note_is_on_its_first_guidance_page_however_many_other_notes(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=1)
+        canonical = ids["claims"][0]
+        staged = await agent.stage("stage_claims", claims=[claim_item("again", ids["sources"])])
+        response = await _decide_raw(stack, staged["proposalId"], {"duplicates": [{"itemId": "again", "of": canonical}]})
+        assert response.status_code == 200, response.text
+        others = MAX_CURSOR + 2 * PAGE_SIZE  # more notes than every page a cursor reaches holds
+        await _noted_rejections(stack, agent.case_id, unique("other-agent"), others)
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]
+        assert guidance["total"] > MAX_CURSOR + PAGE_SIZE
+        mine = guidance["items"][0]
+        assert mine["agent"] == agent.name and mine["rejected"] == ["again"]
+        assert f"claim again duplicates the canonical claim {canonical}" in mine["note"]
+        assert [e["note"] for e in guidance["items"][1:4]] == [f"Not this one ({i})." for i in (others - 1, others - 2,
+                                                                                               others - 3)]
 
 
 async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
