@@ -15,6 +15,10 @@ PAGE = 10  # hits a page
 MAX_CURSOR = 100_000
 SearchKind = Literal["source", "claim", "relation", "group"]
 SearchStatus = Literal["canonical", "pending", "retired", "any"]
+# The gaps a claim can have (the unresolved section's item types, services/projection/domain.py and health.py), or any.
+Gap = Literal["any", "claim_unsupported", "verdict_weakened", "claim_disputed", "claim_unknown", "claim_contradicted",
+              "contradicted_by_relation", "no_primary_source"]
+EVERYTHING = "*"  # the query that lists every record the filters keep, by id
 # Storable: PostgreSQL cannot take a NUL in a parameter, so the query refuses it wherever it comes from.
 SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_CHARS), Storable]
 Cursor = Annotated[int, Field(ge=1, le=MAX_CURSOR)]
@@ -25,6 +29,7 @@ class SearchWorkspaceArgs(Contract):
     query: SearchQuery
     kinds: Annotated[list[SearchKind], Field(min_length=1, max_length=4)] | None = None
     status: SearchStatus = "canonical"
+    gap: Gap | None = None
     cursor: Cursor | None = None
 
 

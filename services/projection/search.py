@@ -1,6 +1,7 @@
 """Search a case: an exact or prefix id first, then full-text matches (English stemming), then similar spellings.
 
-Reads the projection's search index only (shared/db/search_tables.py), never the ledger. Full text is
+Reads the projection's search index (shared/db/search_tables.py) and, for the gap filter, its unresolved view,
+never the ledger; the query `*` lists every record the filters keep, by id. Full text is
 PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`, `or`, stray `'&|!:*()`) without a
 parser error; similar spellings replace each word of the query by the case's indexed stems that resemble
 it (pg_trgm), and a record matches when it holds one of them for every word. Ranked, ten hits a page.
@@ -20,7 +21,7 @@ from shared import ledger
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
 from shared.grounding import grounding_for
-from shared.search_contracts import MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
+from shared.search_contracts import EVERYTHING, MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
 
 KINDS = ("source", "claim", "relation", "group")
 STATUSES = {"canonical": ("canonical",), "pending": ("pending",), "retired": ("retired",),
@@ -34,7 +35,12 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SIMILAR_WORDS = f"""
 SELECT i, word, exact FROM threadline_similar_words(:case_id, :query, {FUZZY_FLOOR}, {FUZZY_WORDS}, {FUZZY_CANDIDATES})
 """
-_FILTER = "case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))"
+# With a gap, only the canonical claims the unresolved view (view_unresolved, kept by the projection from each change
+# and rebuilt with the index) holds an item of that type for, or of any type.
+_FILTER = """case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND status = ANY(CAST(:statuses AS text[]))
+  AND (CAST(:gap AS text) IS NULL OR (kind = 'claim' AND proposal_id = '' AND EXISTS (
+    SELECT 1 FROM view_unresolved u WHERE u.case_id = :case_id AND u.claim_id = search_records.record_id
+      AND (CAST(:gap AS text) = 'any' OR u.type = CAST(:gap AS text)))))"""
 _SEARCH = f"""
 WITH hits AS (
   SELECT kind, record_id, proposal_id, status, headline, 0 AS tier,
@@ -55,7 +61,14 @@ SELECT kind, record_id, proposal_id, status, headline, tier, score, count(*) OVE
 FROM best ORDER BY tier, score DESC, kind, record_id, proposal_id
 LIMIT :limit OFFSET :offset
 """
-MATCH = ("id", "text", "fuzzy")
+# `*`: every record the filters keep, by id (then kind, then proposal), for an agent to list them all.
+_EVERYTHING = f"""
+SELECT kind, record_id, proposal_id, status, headline, 3 AS tier, 1.0 AS score, count(*) OVER () AS total
+FROM search_records WHERE {_FILTER}
+ORDER BY record_id, kind, proposal_id
+LIMIT :limit OFFSET :offset
+"""
+MATCH = ("id", "text", "fuzzy", "all")
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,11 @@ class Search:
     kinds: tuple[str, ...] = KINDS
     status: str = "canonical"
     offset: int = 0
+    gap: str | None = None
+
+    def filters(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "kinds": list(self.kinds), "statuses": list(STATUSES[self.status]),
+                "gap": self.gap}
 
 
 def _lexeme(word: str) -> str:
@@ -89,6 +107,9 @@ def checked_query(query: str) -> str:
 async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) -> tuple[list[dict[str, Any]], int]:
     """One page of hits, and how many there are in all."""
     query = checked_query(search.query)
+    if query == EVERYTHING:
+        return await _page(connection, search, _EVERYTHING, {**search.filters(), "limit": limit,
+                                                             "offset": search.offset})
     groups: dict[int, list[str]] = {}
     corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
     for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
@@ -98,32 +119,33 @@ async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) ->
     if not corrected:
         groups = {}  # every word is the case's own: similar spellings would find what full text found
     identifier = query.lower() if _ID.match(query.lower()) and len(query) <= 96 else ""
-    rows = (await connection.execute(text(_SEARCH), {
-        "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),
-        "query": query, "fuzzy": fuzzy_query(groups), "id": identifier, "id_prefix": identifier + "%",
-        "limit": limit, "offset": search.offset})).all()
+    return await _page(connection, search, _SEARCH, {
+        **search.filters(), "query": query, "fuzzy": fuzzy_query(groups), "id": identifier,
+        "id_prefix": identifier + "%", "limit": limit, "offset": search.offset})
+
+
+async def _page(connection: AsyncConnection, search: Search, sql: str,
+                params: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    rows = (await connection.execute(text(sql), params)).all()
     hits = [{"kind": r.kind, "id": r.record_id, "status": r.status, "score": round(float(r.score), 4),
              "match": MATCH[r.tier], "snippet": r.headline,
              **({"proposalId": r.proposal_id} if r.proposal_id else {})} for r in rows]
-    total = rows[0].total if rows else await _count(connection, search, query, groups, identifier)
+    total = rows[0].total if rows else await _count(connection, search, sql, params)
     return hits, total
 
 
-async def _count(connection: AsyncConnection, search: Search, query: str, groups: dict[int, list[str]],
-                 identifier: str) -> int:
+async def _count(connection: AsyncConnection, search: Search, sql: str, params: dict[str, Any]) -> int:
     """How many hits there are when a page past the end showed none (its `total` stays exact)."""
     if search.offset == 0:
         return 0
-    counted = await connection.execute(text(f"SELECT count(*) FROM ({_SEARCH}) page"), {
-        "case_id": search.case_id, "kinds": list(search.kinds), "statuses": list(STATUSES[search.status]),
-        "query": query, "fuzzy": fuzzy_query(groups), "id": identifier, "id_prefix": identifier + "%",
-        "limit": MAX_CURSOR * PAGE, "offset": 0})
+    counted = await connection.execute(text(f"SELECT count(*) FROM ({sql}) page"),
+                                       {**params, "limit": MAX_CURSOR * PAGE, "offset": 0})
     return int(counted.scalar_one())
 
 
 async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: list[str] | None, status: str,
-                  cursor: int | None) -> dict[str, Any]:
-    search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE)
+                  cursor: int | None, gap: str | None = None) -> dict[str, Any]:
+    search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE, gap=gap)
     async with uow.read():
         connection = uow.search.connection
         revision = (await connection.execute(text("SELECT revision FROM cases WHERE case_id = :c"),
@@ -134,12 +156,16 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
         # Every claim a read returns carries its grounding (shared/grounding.py): the canonical claims here.
         claims = [h["id"] for h in hits if h["kind"] == "claim" and not h.get("proposalId")]
         grounded = await grounding_for(connection, case_id, claims)
+        gaps = await uow.views.open_types(case_id, claims) if gap else {}
     for hit in hits:
+        if hit["id"] in gaps and not hit.get("proposalId"):
+            hit["gaps"] = gaps[hit["id"]]
         if hit["kind"] == "claim" and hit["id"] in grounded and not hit.get("proposalId"):
             hit.update(grounded[hit["id"]])
     page = (cursor or 1)
     answer: dict[str, Any] = {"caseId": case_id, "workspaceRevision": revision, "query": search.query,
-                              "kinds": list(search.kinds), "status": status, "hits": hits, "total": total}
+                              "kinds": list(search.kinds), "status": status, **({"gap": gap} if gap else {}),
+                              "hits": hits, "total": total}
     if search.offset + len(hits) < total and page < MAX_CURSOR:
         answer["nextCursor"] = page + 1
     if not hits:
@@ -151,7 +177,7 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
 async def search_workspace(request: ToolRequest[SearchWorkspaceArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
     args = request.args
     ledger.check_discovered(args.expected_case_id, request.discovered_case_id)
-    return await _answer(uow, args.expected_case_id, args.query, args.kinds, args.status, args.cursor)
+    return await _answer(uow, args.expected_case_id, args.query, args.kinds, args.status, args.cursor, args.gap)
 
 
 async def case_search(cmd: CaseSearch, uow: ProjectionUnitOfWork) -> dict[str, Any]:

@@ -5,9 +5,14 @@ proposal item, and bad input answered by a refusal naming the field or a correct
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import select
 
 from services.cli.bench.search_corpus import claims
-from services.cli.bench.search_fill import fill_case
+from services.cli.bench.search_fill import CLAIMS_PER_SOURCE, fill_case
+from services.projection.domain import MAX_CURSOR, PAGE_SIZE
+from shared.db.view_tables import view_unresolved
 from tests.events import wait_until_projected, wait_until_published
 from tests.factories import Agent, agent_session, claim_item, decide, seed, source_item, unique
 
@@ -30,10 +35,10 @@ async def test_an_agent_reaches_every_canonical_claim_of_a_case_of_3000_by_pagin
         seen: list[str] = []
         cursor = None
         while True:
-            page = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "c-", "kinds": ["claim"],
+            page = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "*", "kinds": ["claim"],
                                                        **({"cursor": cursor} if cursor else {})})
             assert page["total"] == 3000 and len(page["hits"]) <= 10
-            assert all(h["kind"] == "claim" and h["status"] == "canonical" and h["match"] == "id" for h in page["hits"])
+            assert all(h["kind"] == "claim" and h["status"] == "canonical" and h["match"] == "all" for h in page["hits"])
             seen += [h["id"] for h in page["hits"]]
             cursor = page.get("nextCursor")
             if cursor is None:
@@ -61,6 +66,71 @@ async def test_an_agent_reaches_every_canonical_claim_of_a_case_of_3000_by_pagin
             "primary", "secondary")
         assert claim["sources"][0]["id"].startswith("s-") and full["unknownClaimIds"] == ["c-nope"]
         assert claim["relations"] == {"in": [], "out": [], "omitted": {"in": 0, "out": 0}}
+
+
+async def _every_page(agent: Agent, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every hit of a search, following nextCursor to the last page."""
+    hits: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = await agent.ok("search_workspace", {**arguments, **({"cursor": cursor} if cursor else {})})
+        assert len(page["hits"]) <= 10 and page["total"] >= len(hits) + len(page["hits"])
+        hits += page["hits"]
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            assert len(hits) == page["total"]
+            return hits
+
+
+async def test_star_lists_every_record_by_id_whatever_the_ids_look_like(stack):
+    case_id = unique("mixed")
+    made = [*claims(23, seed=3, prefix="c"), *claims(14, seed=4, prefix="zeta"), *claims(9, seed=5, prefix="b1")]
+    await fill_case(stack.db, case_id, made)
+    async with agent_on(stack, case_id) as agent:
+        listed = await _every_page(agent, {"expectedCaseId": case_id, "query": "*", "kinds": ["claim"]})
+        assert [h["id"] for h in listed] == sorted(c.claim_id for c in made)
+        assert {(h["kind"], h["status"], h["match"]) for h in listed} == {("claim", "canonical", "all")}
+        everything = await _every_page(agent, {"expectedCaseId": case_id, "query": " * "})
+        sources = -(-len(made) // CLAIMS_PER_SOURCE)
+        assert len(everything) == len(made) + sources and [h["id"] for h in everything] == sorted(
+            h["id"] for h in everything)
+        assert {h["kind"] for h in everything} == {"claim", "source"}
+        # A word search is still a word search: "*" inside other words is no wildcard.
+        assert (await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "c-* zzz"}))["total"] == 0
+
+
+async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_retirement(stack):
+    case_id = unique("gaps")
+    made = claims(400, seed=7, prefix="c")  # one source in three is reporting: 150 claims lack a primary source
+    await fill_case(stack.db, case_id, made)
+    async with stack.db.engine.connect() as connection:
+        expected = set((await connection.execute(select(view_unresolved.c.claim_id, view_unresolved.c.type).where(
+            view_unresolved.c.case_id == case_id, view_unresolved.c.claim_id != ""))).all())
+    assert len(expected) > MAX_CURSOR + PAGE_SIZE  # more than get_workspace's cursor reaches
+    async with agent_on(stack, case_id) as agent:
+        guidance = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]
+        summary = guidance["items"][-1]
+        assert summary["type"] == "gaps" and summary["total"] == len(expected) + 1  # and the missing verdict
+        follow = summary["next"]
+        assert follow["tool"] == "search_workspace" and follow["arguments"]["expectedCaseId"] == case_id
+        listed = await _every_page(agent, follow["arguments"])
+        seen = {(h["id"], gap) for h in listed for gap in h["gaps"]}
+        assert seen == expected and len(listed) == len({h["id"] for h in listed})
+
+        # A retirement re-rates the claims citing the source: the search lists them by their new gap at once.
+        official = "s-00001"
+        async with stack.api("reviewer") as api:
+            retired = await api.post(f"/api/v1/cases/{case_id}/retirements", json={
+                "records": [{"record": "source", "id": official}], "note": "withdrawn by its publisher"})
+            assert retired.status_code == 200, retired.text
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        unsupported = await _every_page(agent, {"expectedCaseId": case_id, "query": "*", "gap": "claim_unsupported"})
+        citing = [c.claim_id for c in made[CLAIMS_PER_SOURCE:2 * CLAIMS_PER_SOURCE]]
+        assert [h["id"] for h in unsupported] == citing
+        assert all("claim_unsupported" in h["gaps"] for h in unsupported)
+        assert (await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "*", "gap": "any",
+                                                    "status": "pending"}))["total"] == 0
 
 
 async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack):
