@@ -8,7 +8,7 @@ counted as evidence health counts them (shared/health.py: a blank publisher name
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from shared.db.raw import fetch
@@ -43,6 +43,21 @@ WHERE cs.case_id = $1 AND cs.claim_id = ANY($2::text[])
   AND CASE WHEN $3::bigint IS NULL THEN s.status = 'active'
            ELSE s.revision <= $3 AND (s.ended_revision IS NULL OR s.ended_revision > $3) END
 """
+
+
+_ACTIVE_SOURCES = """
+SELECT source_id, type, publisher FROM sources WHERE case_id = $1 AND source_id = ANY($2::text[]) AND status = 'active'
+"""
+
+
+async def grounding_of_citations(connection: Any, case_id: str,
+                                 cited: Mapping[Any, Sequence[str]]) -> dict[Any, dict[str, Any]]:
+    """{key: {grounding, independentOrigins}} for claims not in the ledger (pending items), keyed as `cited` is,
+    from the active sources each cites by id (a source still pending grounds nothing yet)."""
+    wanted = sorted({source_id for ids in cited.values() for source_id in ids})
+    rows = await fetch(connection, _ACTIVE_SOURCES, case_id, wanted) if wanted else []
+    active = {r["source_id"]: (r["type"], r["publisher"]) for r in rows}
+    return {key: label(active[s] for s in dict.fromkeys(ids) if s in active) for key, ids in cited.items()}
 
 
 async def grounding_for(connection: Any, case_id: str, claim_ids: Sequence[str],

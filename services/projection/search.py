@@ -20,7 +20,8 @@ from services.projection.ports import ProjectionUnitOfWork
 from shared import ledger
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
-from shared.grounding import grounding_for
+from shared.grounding import grounding_for, grounding_of_citations
+from shared.kinds import KINDS as KINDS_OF_ITEM
 from shared.search_contracts import EVERYTHING, MAX_CURSOR, PAGE, CaseSearch, SearchWorkspaceArgs
 
 KINDS = ("source", "claim", "relation", "group")
@@ -143,6 +144,27 @@ async def _count(connection: AsyncConnection, search: Search, sql: str, params: 
     return int(counted.scalar_one())
 
 
+_PENDING_ITEMS = """
+SELECT p.proposal_id::text, p.kind, i.payload FROM proposals p JOIN proposal_items i USING (proposal_id)
+WHERE p.proposal_id = ANY(CAST(:proposals AS uuid[]))
+"""
+
+
+async def _cited_by_pending(connection: AsyncConnection, hits: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    """{(proposal id, claim id): the source ids it cites} for the pending claims among the hits (their items read by
+    their proposals' keys: a page's worth)."""
+    wanted = {(h["proposalId"], h["id"]) for h in hits if h["kind"] == "claim" and h.get("proposalId")}
+    if not wanted:
+        return {}
+    cited = {}
+    for proposal_id, kind, payload in await connection.execute(
+            text(_PENDING_ITEMS), {"proposals": sorted({p for p, _ in wanted})}):
+        record = KINDS_OF_ITEM[kind].record_payload(payload)
+        if (proposal_id, record.get("id")) in wanted:
+            cited[(proposal_id, record["id"])] = list(record.get("sourceIds", []))
+    return cited
+
+
 async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: list[str] | None, status: str,
                   cursor: int | None, gap: str | None = None) -> dict[str, Any]:
     search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE, gap=gap)
@@ -153,15 +175,20 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
         if revision is None:
             raise NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases first")
         hits, total = await run(connection, search)
-        # Every claim a read returns carries its grounding (shared/grounding.py): the canonical claims here.
+        # Every claim a read returns carries its grounding (shared/grounding.py): the ledger's claims (canonical or
+        # retired) from their sources, a pending claim from the sources its item cites.
         claims = [h["id"] for h in hits if h["kind"] == "claim" and not h.get("proposalId")]
         grounded = await grounding_for(connection, case_id, claims)
+        pending = await grounding_of_citations(connection, case_id, await _cited_by_pending(connection, hits))
         gaps = await uow.views.open_types(case_id, claims) if gap else {}
     for hit in hits:
-        if hit["id"] in gaps and not hit.get("proposalId"):
-            hit["gaps"] = gaps[hit["id"]]
-        if hit["kind"] == "claim" and hit["id"] in grounded and not hit.get("proposalId"):
-            hit.update(grounded[hit["id"]])
+        if hit["kind"] != "claim":
+            continue
+        if hit.get("proposalId"):
+            hit.update(pending.get((hit["proposalId"], hit["id"]), {}))
+        else:
+            hit.update(grounded.get(hit["id"], {}))
+            hit.update({"gaps": gaps[hit["id"]]} if hit["id"] in gaps else {})
     page = (cursor or 1)
     answer: dict[str, Any] = {"caseId": case_id, "workspaceRevision": revision, "query": search.query,
                               "kinds": list(search.kinds), "status": status, **({"gap": gap} if gap else {}),

@@ -62,8 +62,7 @@ async def test_an_agent_reaches_every_canonical_claim_of_a_case_of_3000_by_pagin
         assert exact["hits"][0] == {**exact["hits"][0], "id": target.claim_id, "match": "id"}
         full = await agent.ok("inspect_claims", {"expectedCaseId": case_id, "claimIds": [target.claim_id, "c-nope"]})
         (claim,) = full["claims"]
-        assert claim["text"] == target.text and claim["status"] == "canonical" and claim["grounding"] in (
-            "primary", "secondary")
+        assert claim["text"] == target.text and claim["status"] == "canonical" and claim["grounding"] == "primary"
         assert claim["sources"][0]["id"].startswith("s-") and full["unknownClaimIds"] == ["c-nope"]
         assert claim["relations"] == {"in": [], "out": [], "omitted": {"in": 0, "out": 0}}
 
@@ -131,6 +130,42 @@ async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_
         assert all("claim_unsupported" in h["gaps"] for h in unsupported)
         assert (await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "*", "gap": "any",
                                                     "status": "pending"}))["total"] == 0
+
+
+async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_from_its_active_sources(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[
+            source_item("s-agency"), source_item("s-paper", type="reporting", publisher="Daily Paper")])
+        both = ["s-agency", "s-paper"]
+        await agent.accepted("stage_claims", claims=[claim_item("c-kept", both), claim_item("c-gone", both),
+                                                     claim_item("c-sole", ["s-agency"])])
+        async with stack.api("reviewer") as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "claim", "id": "c-gone"}], "note": "Withdrawn."})
+            assert retired.status_code == 200, retired.text
+        staged = await agent.stage("stage_claims", claims=[claim_item("c-new", both)])
+
+        async def labels() -> dict[tuple[str, str], tuple[str, int]]:
+            await wait_until_published(stack.db)
+            await wait_until_projected(stack.settings)
+            hits = await _every_page(agent, {"expectedCaseId": agent.case_id, "query": "*", "kinds": ["claim"],
+                                             "status": "any"})
+            return {(h["id"], h["status"]): (h["grounding"], h["independentOrigins"]) for h in hits}
+
+        assert await labels() == {("c-kept", "canonical"): ("primary", 2), ("c-gone", "retired"): ("primary", 2),
+                                  ("c-sole", "canonical"): ("primary", 1), ("c-new", "pending"): ("primary", 2)}
+        # The agency withdraws its record: every claim citing it, whatever its status, is labelled again.
+        async with stack.api("reviewer") as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "source", "id": "s-agency"}], "note": "Withdrawn by the agency."})
+            assert retired.status_code == 200, retired.text
+        assert await labels() == {("c-kept", "canonical"): ("secondary", 1), ("c-gone", "retired"): ("secondary", 1),
+                                  ("c-sole", "canonical"): ("none", 0), ("c-new", "pending"): ("secondary", 1)}
+        full = await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id,
+                                                 "claimIds": ["c-kept", "c-gone", "c-sole"]})
+        assert [(c["id"], c["grounding"], c["independentOrigins"]) for c in full["claims"]] == [
+            ("c-kept", "secondary", 1), ("c-gone", "secondary", 1), ("c-sole", "none", 0)]
+        assert staged["proposalId"]
 
 
 async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack):
