@@ -14,7 +14,17 @@ from services.cli.bench.search_fill import CLAIMS_PER_SOURCE, fill_case
 from services.projection.domain import MAX_CURSOR, PAGE_SIZE
 from shared.db.view_tables import view_unresolved
 from tests.events import wait_until_projected, wait_until_published
-from tests.factories import Agent, agent_session, claim_item, decide, seed, source_item, unique
+from tests.factories import (
+    Agent,
+    agent_session,
+    claim_item,
+    decide,
+    merge_item,
+    relation_item,
+    seed,
+    source_item,
+    unique,
+)
 
 
 @asynccontextmanager
@@ -166,6 +176,49 @@ async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_fro
         assert [(c["id"], c["grounding"], c["independentOrigins"]) for c in full["claims"]] == [
             ("c-kept", "secondary", 1), ("c-gone", "secondary", 1), ("c-sole", "none", 0)]
         assert staged["proposalId"]
+
+
+async def test_inspect_claims_caps_relations_with_omitted_counts_and_shows_groups_health_and_provenance(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[
+            source_item("s-agency"), source_item("s-paper", type="reporting", publisher="Daily Paper")])
+        spokes = [f"spoke-{i:02d}" for i in range(14)]
+        claimed = await agent.accepted("stage_claims", claims=[claim_item("hub", ["s-agency"]),
+                                                               claim_item("peer", ["s-agency", "s-paper"])])
+        relations = [*(relation_item(f"r-{i:02d}", c, "hub") for i, c in enumerate(spokes)),
+                     relation_item("r-out", "hub", "peer", "qualifies")]
+        for at in range(0, len(spokes), 4):  # a call stages four items at most
+            await agent.accepted("stage_claims", claims=[claim_item(c, ["s-paper"]) for c in spokes[at:at + 4]])
+        for at in range(0, len(relations), 4):
+            await agent.accepted("stage_relations", relations=relations[at:at + 4])
+        await agent.accepted("stage_merge", groups=[merge_item("g-hub", ["hub", "peer"])])
+        async with stack.api("reviewer") as api:
+            retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements", json={
+                "records": [{"record": "source", "id": "s-agency"}], "note": "Withdrawn by the agency."})
+            assert retired.status_code == 200, retired.text
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+
+        full = await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id, "claimIds": ["hub", "peer"]})
+        hub, peer = full["claims"]
+        assert hub["relations"]["in"] == [{"id": f"r-{i:02d}", "type": "supports", "claimId": c, "status": "active"}
+                                          for i, c in enumerate(spokes[:12])]
+        assert hub["relations"]["out"] == [{"id": "r-out", "type": "qualifies", "claimId": "peer", "status": "active"}]
+        assert hub["relations"]["omitted"] == {"in": 2, "out": 0}
+        assert peer["relations"] == {"in": [{"id": "r-out", "type": "qualifies", "claimId": "hub", "status": "active"}],
+                                     "out": [], "omitted": {"in": 0, "out": 0}}
+        assert hub["groups"] == peer["groups"] == [{"groupId": "g-hub", "label": "Group g-hub", "status": "active"}]
+        # Its only source retired, the hub is unsupported and grounded by nothing; the peer keeps the paper.
+        assert (hub["status"], hub["health"], hub["grounding"], hub["independentOrigins"]) == (
+            "canonical", "unsupported", "none", 0)
+        assert hub["sources"] == [{"id": "s-agency", "title": "Record s-agency", "type": "primary", "status": "retired"}]
+        assert (peer["health"], peer["grounding"], peer["independentOrigins"]) == ("supported", "secondary", 1)
+        assert [s["status"] for s in peer["sources"]] == ["retired", "active"]
+        proposal = claimed["proposalId"]
+        assert hub["provenance"] == peer["provenance"] == {
+            "stagedBy": agent.name, "proposalId": proposal, "acceptedBy": "reviewer",
+            "revision": hub["provenance"]["revision"]}
+        assert 0 < hub["provenance"]["revision"] < full["workspaceRevision"]
 
 
 async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack):
