@@ -58,7 +58,8 @@ async def test_bad_search_input_is_refused_naming_the_field_or_answered_with_a_c
             error = await agent.refused("search_workspace", {**case, "query": query})
             assert error["code"] == "invalid_argument" and error["field"] == "query", error
         for extra, field in (({"kinds": ["claims"]}, "kinds"), ({"kinds": []}, "kinds"), ({"status": "all"}, "status"),
-                             ({"cursor": 0}, "cursor"), ({"cursor": 10**9}, "cursor"), ({"cursor": "2"}, "cursor")):
+                             ({"cursor": 0}, "cursor"), ({"cursor": 10**9}, "cursor"), ({"cursor": "2"}, "cursor"),
+                             ({"gap": "missing_verdict"}, "gap"), ({"gap": ["any"]}, "gap")):
             error = await agent.refused("search_workspace", {**case, "query": "claim", **extra})
             assert error["field"].startswith(field), (extra, error)
         everything = await agent.ok("search_workspace", {**case, "query": "holds"})
