@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from datetime import UTC, datetime
 from typing import Any
 
 _TEXT_FRAME = re.compile(r"<<<BEGIN UNTRUSTED TEXT nonce=([0-9a-f]+)>>>(.*)<<<END UNTRUSTED TEXT nonce=\1>>>", re.S)
@@ -47,6 +48,10 @@ def source_item(source_id: str, **overrides: Any) -> dict[str, Any]:
         "provenanceNote": "Staged by a test agent; not independently verified.",
         **overrides,
     }
+
+
+# A year a prediction can name that has not passed, whenever the tests run (the checks flag a passed one).
+NEXT_YEAR = datetime.now(UTC).year + 1
 
 
 def claim_item(claim_id: str, source_ids: list[str], **overrides: Any) -> dict[str, Any]:

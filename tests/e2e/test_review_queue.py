@@ -17,6 +17,7 @@ from services.projection.domain import MAX_CURSOR, PAGE_SIZE
 from shared.db.tables import decisions, item_decisions, possible_duplicates, proposal_items, proposals
 from tests.e2e.test_review_cli import threadline
 from tests.factories import (
+    NEXT_YEAR,
     Agent,
     agent_session,
     claim_item,
@@ -111,7 +112,7 @@ async def test_the_queue_shows_each_items_review_checks_by_name_and_severity(sta
         source = (await seed(agent, sources=1))["sources"][0]
         staged = await agent.stage("stage_claims", claims=[
             claim_item("soon", [source], kind="prediction", confidence="established",
-                       text="The grid is fully decarbonised by 2027."),
+                       text=f"The grid is fully decarbonised by {NEXT_YEAR}."),
             claim_item("calm", [source], text="Heat pump sales rose in 2023.")])
         listed = (await _queue(stack, agent.case_id))["proposals"]
         items = {i["itemId"]: i for p in listed if p["proposalId"] == staged["proposalId"] for i in p["items"]}

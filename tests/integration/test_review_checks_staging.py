@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from shared.db.review_tables import review_check_flags
-from tests.factories import agent_session, claim_item, relation_item, source_item
+from tests.factories import NEXT_YEAR, agent_session, claim_item, relation_item, source_item
 
 
 async def proposal(stack, proposal_id: str) -> dict:
@@ -23,7 +23,7 @@ async def test_checks_in_the_stage_answer_stored_and_beside_the_item_for_the_rev
             source_item("lab", publisher="Energy Lab", type="analysis")])
         staged = await agent.stage("stage_claims", claims=[
             claim_item("zero", ["grid-2023"], kind="prediction", confidence="established",
-                       text="The grid will be fully decarbonised by 2027, so heat pumps become zero-emission."),
+                       text=f"The grid will be fully decarbonised by {NEXT_YEAR}, so heat pumps become zero-emission."),
             claim_item("fine", ["grid-2023", "lab"], text="Carbon intensity fell in 2023.")])
         answer = {(c["itemId"], c["check"]) for c in staged["reviewChecks"]}
         assert answer == {("zero", "prediction-established"), ("zero", "confidence-beyond-sources")}
