@@ -14,6 +14,13 @@ from shared.errors import Unavailable
 DATABASE_HINT = "retry shortly: PostgreSQL is unreachable or restarting; nothing was changed unless a retry says so"
 NATS_HINT = "retry shortly: the processes reconnect on their own once NATS is back"
 
+
+
+class PostgreSQLUnreachable(ConnectionError):
+    """A connection to PostgreSQL could not be opened. asyncpg lets the socket's own error through (a refused
+    connection, a timeout), which names no server; the connect step raises this instead so the answer can."""
+
+
 # asyncpg's errors for a server that is gone, restarting or refusing connections for now.
 _DATABASE_GONE = (
     asyncpg.exceptions.ConnectionDoesNotExistError,
@@ -53,7 +60,7 @@ def outage(error: BaseException, where: str | None = None) -> Unavailable | None
         if isinstance(cause, _NATS_GONE):
             return Unavailable(f"NATS (the message bus) is unreachable{seen_by}", hint=NATS_HINT,
                                details=_details("nats", where))
-        if isinstance(cause, _DATABASE_GONE) or _disconnect(cause):
+        if isinstance(cause, (PostgreSQLUnreachable, *_DATABASE_GONE)) or _disconnect(cause):
             return Unavailable(f"PostgreSQL is unreachable{seen_by}", hint=DATABASE_HINT,
                                details=_details("postgresql", where))
         if isinstance(cause, sa_exc.TimeoutError):  # no pooled connection came free in time

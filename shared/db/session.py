@@ -16,6 +16,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from shared.outage import PostgreSQLUnreachable
+
 
 def sqlalchemy_url(url: str) -> str:
     """Accept the usual `postgresql://…` form and select the asyncpg driver."""
@@ -33,7 +35,8 @@ def asyncpg_dsn(url: str) -> str:
 def create_engine(url: str, *, pool_size: int = 10, application_name: str = "threadline",
                   transaction_pooler: bool = False) -> AsyncEngine:
     # Every timestamp is read and written in UTC, whatever the server's default.
-    connect_args: dict[str, Any] = {"server_settings": {"application_name": application_name, "timezone": "UTC"}}
+    connect_args: dict[str, Any] = {"server_settings": {"application_name": application_name, "timezone": "UTC"},
+                                    "async_creator_fn": connect}
     if transaction_pooler:
         connect_args.update(pooler_connect_args())
     engine = create_async_engine(
@@ -46,6 +49,14 @@ def create_engine(url: str, *, pool_size: int = 10, application_name: str = "thr
     )
     event.listen(engine.sync_engine, "checkout", _discard_dead)
     return engine
+
+
+async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    """asyncpg.connect, whose failure to reach the server says it was PostgreSQL that could not be reached."""
+    try:
+        return await asyncpg.connect(*args, **kwargs)
+    except (OSError, TimeoutError) as error:
+        raise PostgreSQLUnreachable(f"cannot connect to PostgreSQL: {error!r}") from error
 
 
 def _discard_dead(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -107,7 +118,7 @@ class Database:
                     pooled = {"statement_cache_size": 0} if self.transaction_pooler else {}
                     self._pool = await asyncpg.create_pool(
                         asyncpg_dsn(self.url), min_size=1, max_size=self.pool_size, init=_json_codecs,
-                        reset=_no_reset, **pooled,
+                        reset=_no_reset, connect=connect, **pooled,
                         server_settings={"application_name": self.application_name, "timezone": "UTC"},
                     )
         return self._pool

@@ -114,6 +114,10 @@ async def test_a_database_outage_is_unavailable_on_every_path_then_everything_an
         assert response.json()["error"]["hint"]
     assert tool.is_error and tool.structured_content["error"]["code"] == "unavailable", tool.content[0].text
     assert "Fix: retry" in tool.content[0].text
+    # A refused connection names the server that refused it, not "a server the call needs".
+    for error in (listed.json()["error"], decided.json()["error"], tool.structured_content["error"]):
+        assert error["details"]["dependency"] == "postgresql", error
+        assert "PostgreSQL" in error["message"], error
 
     await proxy.restore()
     async with stack.api() as reviewer:

@@ -8,7 +8,7 @@ import pytest
 
 from services.cli.supervision import RESTART_MAX_SECONDS
 from shared.messaging import LOST_NATS, RESTART_WINDOW_SECONDS, SERVICE_GONE, answer_lost, nats_unreachable
-from shared.outage import outage, stale_connection
+from shared.outage import PostgreSQLUnreachable, outage, stale_connection
 from shared.repeats import REPEAT, Repeat, after_lost_answer, may_have_applied
 from shared.subjects import Command
 
@@ -48,6 +48,17 @@ def test_an_outage_names_the_server_and_the_service_that_could_not_reach_it():
     refusal = outage(asyncpg.exceptions.ConnectionDoesNotExistError("closed mid-operation"), "review")
     assert refusal.message == "PostgreSQL is unreachable from the review service"
     assert refusal.details == {"dependency": "postgresql", "service": "review"}
+
+
+def test_a_refused_postgresql_connect_names_postgresql_and_a_bare_refusal_names_no_server():
+    refused = ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 5432)")
+    try:
+        raise PostgreSQLUnreachable("cannot connect to PostgreSQL") from refused
+    except PostgreSQLUnreachable as error:
+        named = outage(error, "gateway")
+    assert named.message == "PostgreSQL is unreachable from the gateway service"
+    assert named.details == {"dependency": "postgresql", "service": "gateway"}
+    assert outage(refused).details == {"dependency": "unknown"}
 
 
 @pytest.mark.parametrize(("error", "stale"), [
