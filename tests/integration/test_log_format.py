@@ -20,6 +20,15 @@ OUTAGE = ("from shared.logging import configure_logging; import logging; configu
           "logging.getLogger('asyncpg.pool').warning('Failed to restore the pool connection floor; retrying', "
           "exc_info=ConnectionRefusedError(111, 'Connect call failed'))")
 
+# A broker built as the services build it, logging what it logs when NATS goes away (no NATS needed: the logger is
+# set up as `connect` sets it up).
+BROKER = ("import logging; from shared.logging import configure_logging; from shared.messaging import create_broker; "
+          "from shared.settings import Settings; configure_logging('probe', 'INFO', 'json'); "
+          "broker = create_broker(Settings(nats_url='nats://127.0.0.1:4222'), role='gateway', name='probe'); "
+          "broker._setup_logger(); "
+          "broker.config.logger.log('Connection broken with UnexpectedEOF()', logging.WARNING, {}, "
+          "exc_info=EOFError())")
+
 
 def logged(*, terminal: bool, log_format: str | None = None) -> str:
     """What one process logs on its stderr: a pseudo-terminal, or a pipe."""
@@ -82,3 +91,14 @@ def test_a_reconnect_that_failed_during_an_outage_is_one_line_without_a_tracebac
     assert entry["level"] == "warning" and entry["logger"] == "asyncpg.pool"
     assert entry["event"].startswith("Failed to restore the pool connection floor; retrying: ConnectionRefusedError")
     assert "exception" not in entry and "Traceback" not in written
+
+
+def test_the_brokers_own_warning_is_json_like_every_other_line():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    written = subprocess.run([sys.executable, "-c", BROKER], env=env, capture_output=True, text=True, timeout=60,
+                             check=True).stderr
+    lines = written.splitlines()
+    assert lines, "the broker logged nothing"
+    entries = [json.loads(line) for line in lines]
+    assert any(entry["event"] == "Connection broken with UnexpectedEOF()" and entry["level"] == "warning"
+               for entry in entries), written
