@@ -191,6 +191,18 @@ def check_request(proposal: StoredProposal, accept: Sequence[str], reject: Seque
         )
 
 
+def check_rejection_note(reject: Sequence[str], note: str | None) -> None:
+    """A rejection records why: the agent reads the reason in the proposal's decisions to correct what it stages
+    next. Accepting needs none, and a `duplicates` entry writes its own (the record it duplicates)."""
+    if reject and not (note or "").strip():
+        raise InvalidArgument(
+            "a rejection needs a note saying why the items are rejected",
+            field="note",
+            hint="give a non-empty note the agent can act on, e.g. what the source does not support; "
+                 "to reject an item as a duplicate of a record, name it in duplicates instead",
+        )
+
+
 def plan(
     proposal: StoredProposal, accept: Sequence[str], reject: Sequence[str], facts: LedgerFacts
 ) -> DecisionPlan:

@@ -263,6 +263,7 @@ async def decide(cmd: Decide, uow: ReviewUnitOfWork) -> dict[str, Any]:
             return views.recorded_decision(proposal, recorded)
         domain.check_expected_revision(cmd.expected_revision, revision)
         queue.check_duplicates(proposal, cmd)
+        domain.check_rejection_note(cmd.reject, cmd.note)
         reject, note = await queue.resolve_duplicates(cmd, proposal, uow)  # "a duplicate of X" is a rejection
         domain.check_request(proposal, cmd.accept, reject)
         facts = await uow.ledger.facts(case_id, revision, domain.refs_of(proposal, cmd.accept))

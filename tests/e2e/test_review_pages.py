@@ -51,6 +51,27 @@ async def test_a_decision_on_the_page_redirects_to_the_proposal_showing_it_and_t
             assert TIME_WITH_ZONE.search(other) and not TIME_WITHOUT_ZONE.search(other), path
 
 
+async def test_a_rejection_without_a_note_is_refused_by_the_api_and_the_page_naming_the_note(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http, stack.api() as api:
+        source = (await seed(agent, sources=1))["sources"][0]
+        staged = await agent.stage("stage_claims", claims=[claim_item("no-why", [source])])
+        revision = await agent.revision()
+        for note in ({}, {"note": "  "}):
+            answer = await api.post(f"/api/v1/proposals/{staged['proposalId']}/decisions",
+                                    json={"reject": ["no-why"], "expectedRevision": revision, **note})
+            assert answer.status_code == 422, answer.text
+            error = answer.json()["error"]
+            assert error["field"] == "note" and "note" in error["hint"], error
+        page = await http.post(f"/ui/proposals/{staged['proposalId']}/decide", data={
+            "item:no-why": "reject", "note": "", "expectedRevision": str(revision), "csrf": http.csrf})
+        assert page.status_code == 422 and "a rejection needs a note" in page.text, page.text[:300]
+        assert (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()["status"] == "pending"
+        posted = await http.post(f"/ui/proposals/{staged['proposalId']}/decide", data={
+            "item:no-why": "reject", "note": "No source says so.", "expectedRevision": str(revision),
+            "csrf": http.csrf})
+        assert posted.status_code == 303, posted.text[:300]
+
+
 async def test_a_reviewer_is_not_linked_to_admin_pages_and_opening_one_says_why(stack):
     async with signed_in(stack, "reviewer") as reviewer, signed_in(stack, "admin") as admin:
         home = await reviewer.get("/ui")

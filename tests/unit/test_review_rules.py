@@ -57,3 +57,14 @@ def test_a_stale_view_is_refused_and_no_expectation_means_no_check():
     with pytest.raises(StaleRevision) as stale:
         domain.check_expected_revision(6, 7)
     assert stale.value.details == {"currentRevision": 7}
+
+
+@pytest.mark.parametrize(("reject", "note", "refused"), [
+    (["a"], None, True), (["a"], "  ", True), (["a"], "no source says so", False), ([], None, False)])
+def test_a_rejection_needs_a_note_and_an_acceptance_does_not(reject, note, refused):
+    if refused:
+        with pytest.raises(InvalidArgument) as error:
+            domain.check_rejection_note(reject, note)
+        assert error.value.field == "note" and "note" in error.value.hint
+    else:
+        domain.check_rejection_note(reject, note)
