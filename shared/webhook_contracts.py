@@ -11,6 +11,8 @@ from shared.contract_base import Actor, Contract, Slug, web_url
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Uuid = Annotated[str, StringConstraints(min_length=36, max_length=36, pattern=UUID_PATTERN)]
+# A webhook's id, or a unique start of it: the pages show 8 of its 36 characters.
+WebhookId = Annotated[str, StringConstraints(min_length=1, max_length=36)]
 EventTypeName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^threadline(\.[a-z]+)+$")]
 
 
@@ -39,19 +41,19 @@ class ListWebhooks(Contract):
 
 class WebhookRef(Contract):
     actor: Actor
-    webhook_id: Uuid
+    webhook_id: WebhookId
 
 
 class ListDeliveries(Contract):
     """A webhook's delivery log, newest event first."""
 
     actor: Actor
-    webhook_id: Uuid
+    webhook_id: WebhookId
     status: Literal["pending", "delivered", "failed", "all"] = "all"
     limit: Annotated[int, Field(ge=1, le=500)] = 50
 
 
 class Redeliver(Contract):
     actor: Actor
-    webhook_id: Uuid
+    webhook_id: WebhookId
     event_id: Uuid

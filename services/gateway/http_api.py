@@ -353,7 +353,9 @@ class WebhookBody(RequestBody):
     types: c.bounded_list(wc.EventTypeName, 20) = []
 
 
-WebhookId = Annotated[wc.Uuid, Path(description="The webhook's id (see GET /api/v1/webhooks).")]
+WebhookId = Annotated[wc.WebhookId, Path(
+    description="The webhook's id (see GET /api/v1/webhooks), or a unique start of it such as the 8 characters the "
+                "pages show.")]
 EventId = Annotated[wc.Uuid, Path(description="The event's id (the CloudEvents id, also the webhook-id header).")]
 
 

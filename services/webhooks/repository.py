@@ -94,6 +94,13 @@ async def webhook_rows(connection: AsyncConnection) -> Sequence[Row]:
     return rows.all()
 
 
+async def webhook_ids_between(connection: AsyncConnection, low: str, high: str, limit: int) -> list[str]:
+    """The ids from `low` to `high` in order (those a prefix can name), deleted webhooks' too: their logs stay."""
+    column = webhooks.c.webhook_id
+    query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+    return list((await connection.execute(query)).scalars())
+
+
 async def webhook_row(connection: AsyncConnection, webhook_id: str, *, lock: bool = False) -> Row | None:
     query = _with_counts().where(webhooks.c.webhook_id == webhook_id)
     if lock:

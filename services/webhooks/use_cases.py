@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from services.webhooks import domain
 from services.webhooks import repository as repo
 from services.webhooks.sender import Attempt, check_registration
-from shared import outbox
+from shared import id_prefix, outbox
 from shared.errors import InvalidArgument, NotFound
 from shared.events import EventType, Origin, WebhookFailing, new_event, webhook
 from shared.logging import get_logger
@@ -78,25 +78,25 @@ async def get_webhook(cmd: WebhookRef, ctx: ServiceContext) -> dict[str, Any]:
 async def delete_webhook(cmd: WebhookRef, ctx: ServiceContext) -> dict[str, Any]:
     """Stop delivering to it; its delivery log stays readable."""
     async with ctx.db.transaction() as connection:
-        await _existing(connection, cmd.webhook_id)
-        await repo.set_status(connection, cmd.webhook_id, "deleted")
-        row = await repo.webhook_row(connection, cmd.webhook_id)
-    log.info("webhook_deleted", webhook_id=cmd.webhook_id, by=cmd.actor.name)
+        webhook_id = (await _existing(connection, cmd.webhook_id)).webhook_id
+        await repo.set_status(connection, webhook_id, "deleted")
+        row = await repo.webhook_row(connection, webhook_id)
+    log.info("webhook_deleted", webhook_id=webhook_id, by=cmd.actor.name)
     return _webhook_view(row)
 
 
 async def list_deliveries(cmd: ListDeliveries, ctx: ServiceContext) -> dict[str, Any]:
     async with ctx.db.read() as connection:
-        await _existing(connection, cmd.webhook_id)
-        rows = await repo.deliveries(connection, cmd.webhook_id, cmd.status, cmd.limit)
-        logged = await repo.attempts(connection, cmd.webhook_id, [row.event_id for row in rows])
+        webhook_id = (await _existing(connection, cmd.webhook_id)).webhook_id
+        rows = await repo.deliveries(connection, webhook_id, cmd.status, cmd.limit)
+        logged = await repo.attempts(connection, webhook_id, [row.event_id for row in rows])
     by_event: dict[str, list[dict[str, Any]]] = {}
     for attempt in logged:
         by_event.setdefault(attempt.event_id, []).append({
             "attempt": attempt.attempt, "at": attempt.at.isoformat(), "responseCode": attempt.response_code,
             "latencyMs": attempt.latency_ms, "error": attempt.error, "responseExcerpt": attempt.response_excerpt,
         })
-    return {"webhookId": cmd.webhook_id,
+    return {"webhookId": webhook_id,
             "deliveries": [{**_delivery_view(row), "attemptLog": by_event.get(row.event_id, [])} for row in rows]}
 
 
@@ -104,24 +104,39 @@ async def redeliver(cmd: Redeliver, ctx: ServiceContext) -> dict[str, Any]:
     """Send an event again now (a failed one, or one delivered before); a failing webhook resumes."""
     async with ctx.db.transaction() as connection:
         webhook = await _existing(connection, cmd.webhook_id)
+        webhook_id = webhook.webhook_id
         if webhook.status == "deleted":
             raise InvalidArgument("the webhook was deleted", field="webhookId", hint="register the receiver again")
-        if await repo.delivery(connection, cmd.webhook_id, cmd.event_id) is None:
-            raise NotFound(f"webhook {cmd.webhook_id} has no delivery of event {cmd.event_id}", field="eventId",
+        if await repo.delivery(connection, webhook_id, cmd.event_id) is None:
+            raise NotFound(f"webhook {webhook_id} has no delivery of event {cmd.event_id}", field="eventId",
                            hint="list its deliveries: GET /api/v1/webhooks/{webhookId}/deliveries")
-        await repo.reset_delivery(connection, cmd.webhook_id, cmd.event_id)
+        await repo.reset_delivery(connection, webhook_id, cmd.event_id)
         if webhook.status == "failing":
-            await repo.set_status(connection, cmd.webhook_id, "active")
-        row = await repo.delivery(connection, cmd.webhook_id, cmd.event_id)
-    log.info("webhook_redelivery_requested", webhook_id=cmd.webhook_id, event_id=cmd.event_id, by=cmd.actor.name)
+            await repo.set_status(connection, webhook_id, "active")
+        row = await repo.delivery(connection, webhook_id, cmd.event_id)
+    log.info("webhook_redelivery_requested", webhook_id=webhook_id, event_id=cmd.event_id, by=cmd.actor.name)
     return _delivery_view(row)
 
 
-async def _existing(connection: Any, webhook_id: str) -> Any:
-    row = await repo.webhook_row(connection, webhook_id)
+WEBHOOKS_HINT = "list webhooks first (GET /api/v1/webhooks)"
+
+
+async def _existing(connection: Any, raw: str) -> Any:
+    """The webhook `raw` names: its whole id, or a unique start of it as the pages show it."""
+    row = await repo.webhook_row(connection, await _webhook_id(connection, raw))
     if row is None:
-        raise NotFound(f"there is no webhook {webhook_id}", field="webhookId", hint="list webhooks first")
+        raise NotFound(f"there is no webhook {raw}", field="webhookId", hint=WEBHOOKS_HINT)
     return row
+
+
+async def _webhook_id(connection: Any, raw: str) -> str:
+    if whole := id_prefix.full_uuid(raw):
+        return whole
+    span = id_prefix.uuid_range(raw)
+    if span is None:
+        raise NotFound(f"there is no webhook {raw}", field="webhookId", hint=WEBHOOKS_HINT)
+    candidates = await repo.webhook_ids_between(connection, *span, limit=id_prefix.CANDIDATES_SHOWN + 1)
+    return id_prefix.the_one(raw, candidates, what="webhook", field="webhookId", hint=WEBHOOKS_HINT)
 
 
 def _when(value: Any) -> str | None:

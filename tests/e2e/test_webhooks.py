@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy import insert
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from shared.db.webhook_tables import webhooks
 from tests.events import wait_until_published
 from tests.factories import agent_session, source_item, ui_sign_in
 from tests.receivers import Receiver
@@ -214,3 +216,30 @@ async def test_the_documented_feed_reader_resumes_where_it_stopped(stack, tmp_pa
         assert [e["type"] for e in resumed] == ["threadline.proposal.staged", LEDGER_CHANGED,
                                                 "threadline.proposal.decided"]
         assert resumed[0]["id"] > first[-1]["id"]
+
+
+async def test_a_webhook_is_named_by_the_start_of_its_id_the_pages_show_and_an_ambiguous_start_is_refused(stack):
+    async with Receiver() as receiver, agent_session(stack) as agent:
+        hook = await register(stack, url=receiver.url, caseId=agent.case_id, types=[LEDGER_CHANGED])
+        whole, short = hook["webhookId"], hook["webhookId"][:8]
+        async with stack.api("admin") as api:
+            shown = await api.get(f"/api/v1/webhooks/{short}")
+            assert shown.status_code == 200 and shown.json()["webhookId"] == whole, shown.text
+            log = await api.get(f"/api/v1/webhooks/{short}/deliveries")
+            assert log.status_code == 200 and log.json()["webhookId"] == whole, log.text
+            assert (await ui_sign_in(api, stack.tokens["admin"])).status_code == 303
+            page = await api.get(f"/ui/webhooks/{short}")
+            assert page.status_code == 200 and receiver.url in page.text
+
+            twin = f"{short}-0000-4000-8000-000000000000"  # a deleted webhook whose id starts the same way
+            async with stack.db.engine.begin() as connection:
+                await connection.execute(insert(webhooks).values(
+                    webhook_id=twin, url=receiver.url, secret="whsec_twin", status="deleted", start_after_seq=0,
+                    created_by="test"))
+            ambiguous = await api.get(f"/api/v1/webhooks/{short}")
+            assert ambiguous.status_code == 422, ambiguous.text
+            error = ambiguous.json()["error"]
+            assert error["field"] == "webhookId" and whole in error["message"] and twin in error["message"], error
+            assert (await api.get(f"/api/v1/webhooks/{whole}")).json()["webhookId"] == whole
+            unknown = await api.get("/api/v1/webhooks/ffffffff-f")
+            assert unknown.status_code == 404 and unknown.json()["error"]["field"] == "webhookId", unknown.text
