@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.cli.demo_case import DEMO_LOOP, PENDING, PENDING_PREDICTION, RETIRED
+from services.cli.demo_case import DEMO_LOOP, LEFT_PENDING, RETIRED
 from services.cli.operations import OPERATOR, command, create_case
 from shared import kinds
 from shared.contracts import (
@@ -150,7 +150,7 @@ class ResearchLoop:
             await command(self.settings, Command.RETIRE_RECORDS, RetireRecords(
                 actor=REVIEWER, case_id=DEMO_CASE_ID, records=[RecordRef(record="source", id=RETIRED["id"])],
                 note=RETIRED["note"]))
-        for tool, first_id, arguments in (PENDING, PENDING_PREDICTION):
+        for tool, first_id, arguments in LEFT_PENDING:
             if first_id not in await self.known() and first_id not in await self.pending_items():
                 await self.stage(tool, arguments)
 

@@ -106,3 +106,5 @@ PENDING = ("stage_claims", "demo-claim-backup-heat", {"claims": [_claim(
 PENDING_PREDICTION = ("stage_claims", "demo-claim-zero-emission", {"claims": [_claim(
     "demo-claim-zero-emission", "The grid will be fully decarbonised by 2027, so heat pumps become zero-emission.",
     ["demo-grid-outlook"], kind="prediction", confidence="established")]})
+
+LEFT_PENDING = (PENDING, PENDING_PREDICTION)  # staged and left for a reviewer (the README counts them)
