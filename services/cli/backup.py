@@ -68,6 +68,7 @@ def backup(settings: Settings, target: Path) -> dict[str, Any]:
     if target.is_dir():
         raise Refused(f"{target} is a directory", "name the file the backup is written to")
     partial = target.with_name(f".{target.name}.partial")  # a failed dump never leaves a file that looks whole
+    _private_file(partial)
     try:
         subprocess.run([str(bin_dir / "pg_dump"), "--format=custom", "--no-owner", f"--file={partial}",
                         f"--dbname={url}"], check=True, capture_output=True, text=True, timeout=TIMEOUT)
@@ -76,6 +77,16 @@ def backup(settings: Settings, target: Path) -> dict[str, Any]:
         raise _failed("pg_dump", error) from None
     os.replace(partial, target)
     return {"file": str(target), "bytes": target.stat().st_size}
+
+
+BACKUP_MODE = 0o600
+
+
+def _private_file(path: Path) -> None:
+    """Create `path` empty, readable by its owner only, for pg_dump to write into (it keeps the mode): a backup
+    holds webhook secrets and token digests, and pg_dump's own file would be as readable as the umask allows."""
+    path.unlink(missing_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, BACKUP_MODE))
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,8 @@ def test_the_readme_subscriber_and_backup_steps_work_as_written(tmp_path):
         feed, _ = json.JSONDecoder().raw_decode(outputs[0])  # the curl line's answer: the demo case's events
         assert feed["events"] and all(".case.demo-heat-pumps." in e["subject"] for e in feed["events"])
         assert "backed up to" in outputs[0] and (tmp_path / "threadline.dump").stat().st_size > 0
+        # It holds webhook secrets and token digests: readable by its owner only.
+        assert stat.S_IMODE((tmp_path / "threadline.dump").stat().st_mode) == 0o600
         assert restored is not None, "the section starts the restored system"
 
         # The restored system holds the backup, not what came after it; the old tokens work in it.
