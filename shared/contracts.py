@@ -26,7 +26,14 @@ from pydantic_core import PydanticCustomError
 # names stay importable from here, where most contracts are.
 from shared.contract_base import SLUG_PATTERN, Actor, Contract, Role, Slug, Storable, web_url  # noqa: F401
 
-Revision = Annotated[int, Field(ge=0, le=9007199254740991)]
+
+def _whole_number(value: Any) -> Any:
+    """504.0 is the integer 504, as JSON Schema reads it (shared/spec/integers.py does the same for tool calls);
+    504.5 and `true` stay what they are, and a strict body refuses them."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Revision = Annotated[int, BeforeValidator(_whole_number), Field(ge=0, le=9007199254740991)]
 SourceType = Literal["primary", "official", "standards", "benchmark", "reporting", "analysis", "social"]
 ClaimKind = Literal["observation", "interpretation", "prediction"]
 Confidence = Literal["established", "supported", "disputed", "unknown", "contradicted"]

@@ -54,11 +54,11 @@ async def test_routing_and_parsing_refusals_answer_in_the_envelope(stack):
         assert form.status_code == 400 and envelope(form)["code"] == "malformed_request"
 
 
-async def test_expected_revision_true_is_refused_naming_the_field_and_nothing_is_decided(stack):
+async def test_expected_revision_true_or_fractional_is_refused_naming_the_field_and_nothing_is_decided(stack):
     async with agent_session(stack) as agent:
         staged = await agent.stage("stage_sources", sources=[source_item("strict-one")])
         async with stack.api() as api:
-            for wrong in (True, "0", 0.0):
+            for wrong in (True, "0", 0.5):
                 sent = await api.post(f"/api/v1/proposals/{staged['proposalId']}/decisions",
                                       json={"accept": ["strict-one"], "expectedRevision": wrong})
                 assert sent.status_code == 422, (wrong, sent.text)
@@ -66,6 +66,18 @@ async def test_expected_revision_true_is_refused_naming_the_field_and_nothing_is
                 assert error["field"] == "expectedRevision", error
             proposal = (await api.get(f"/api/v1/proposals/{staged['proposalId']}")).json()
         assert proposal["status"] == "pending" and not proposal["decisions"]
+
+
+async def test_expected_revision_as_a_whole_number_with_a_fraction_part_is_the_integer_as_json_schema_reads_it(
+        stack):
+    async with agent_session(stack) as agent:
+        staged = await agent.stage("stage_sources", sources=[source_item("whole-one")])
+        revision = await agent.revision()
+        async with stack.api() as api:
+            sent = await api.post(f"/api/v1/proposals/{staged['proposalId']}/decisions",
+                                  json={"accept": ["whole-one"], "expectedRevision": float(revision)})
+            assert sent.status_code == 200, sent.text
+            assert sent.json()["accepted"] == ["whole-one"] and sent.json()["revision"] == revision + 1
 
 
 async def test_a_401_carries_one_correlation_id(stack):
