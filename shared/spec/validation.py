@@ -223,10 +223,33 @@ def validate_arguments(tool: CheckedTool, arguments: dict[str, Any], *, fast: bo
     if not found:  # within its sizes, the call is checked whole
         found = p.bounded(_nul_characters(arguments))
         errors = itertools.islice(tool.validator.iter_errors(arguments), MAX_PROBLEMS)
-        faults = sorted((f for e in errors for f in shape_faults(e, arguments)), key=relevance)
-        found = _unique(found + [_problem(f) for f in faults])[:MAX_PROBLEMS]
+        faults = _plainest(sorted((f for e in errors for f in shape_faults(e, arguments)), key=relevance))
+        found = _unique(found + [_problem(f, schema) for f in faults])[:MAX_PROBLEMS]
     if found:
         raise ArgumentError(found)
+
+
+def _plainest(faults: list[ValidationError]) -> list[ValidationError]:
+    """One fault per refused value: a uuid field refuses a value twice (its format, and the pattern that spells
+    the format out), and the format says it plainer."""
+    formats = {tuple(f.absolute_path) for f in faults if f.validator == "format"}
+    return [f for f in faults if not (f.validator == "pattern" and tuple(f.absolute_path) in formats)]
+
+
+# Fields that name one record two ways, and what to say when a value meant for the second came in the first.
+OTHER_WAY_IN = {"companyId": ("ticker", "companyId is a uuid; to name a company by its ticker send ticker")}
+
+
+def _other_way_in(error: ValidationError, schema: dict[str, Any]) -> str | None:
+    """The fix for a value sent in the wrong one of two fields naming the same record (a ticker as companyId):
+    the field it fits, when the tool takes that field too."""
+    if error.validator not in ("format", "pattern") or len(error.absolute_path) != 1:
+        return None
+    other, fix = OTHER_WAY_IN.get(str(error.absolute_path[0]), (None, None))
+    other_schema = schema.get("properties", {}).get(other)
+    if other_schema is None or not validator_for(other_schema).is_valid(error.instance):
+        return None
+    return fix
 
 
 def _unique(found: list[Problem]) -> list[Problem]:
@@ -412,5 +435,6 @@ def _python_would_match(pattern: str, value: Any) -> bool:
         return False
 
 
-def _problem(error: ValidationError) -> Problem:
-    return Problem(_format_path(error.absolute_path) or "(arguments)", _message(error), _hint(error))
+def _problem(error: ValidationError, schema: dict[str, Any]) -> Problem:
+    hint = _other_way_in(error, schema) or _hint(error)
+    return Problem(_format_path(error.absolute_path) or "(arguments)", _message(error), hint)

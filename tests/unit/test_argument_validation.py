@@ -150,6 +150,18 @@ def test_an_alternative_shape_is_reported_in_the_shape_the_caller_came_closest_t
     assert _refusal(name, arguments).field == field
 
 
+def test_a_ticker_sent_as_company_id_is_one_problem_pointing_to_ticker():
+    refused = _refusal("get_company_context", {"companyId": "DEMO"})
+    assert [problem.field for problem in refused.problems] == ["companyId"]
+    assert refused.hint == "companyId is a uuid; to name a company by its ticker send ticker"
+
+
+def test_a_value_no_ticker_can_be_is_not_pointed_to_ticker():
+    refused = _refusal("get_company_context", {"companyId": "not a ticker either"})
+    assert [problem.field for problem in refused.problems] == ["companyId"]
+    assert "ticker" not in refused.hint
+
+
 # --- the services' contracts -------------------------------------------------------------------------
 
 
