@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +26,24 @@ Token = Annotated[str | None, typer.Option(
     "--token", help="Reviewer token (default: THREADLINE_TOKEN, else the data dir's credentials).")]
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON.")]
+
+
+def _an_id(listed_by: str) -> Callable[[str], str]:
+    """A check that an id argument names something: an empty one would reach the API as a path of its own."""
+
+    def named(value: str) -> str:
+        if not value.strip():
+            raise typer.BadParameter(f"give an id, or its first characters as `{listed_by}` shows them "
+                                     "(the review pages show 8)")
+        return value
+
+    return named
+
+
+ProposalId = Annotated[str, typer.Argument(
+    help="The proposal's id, or a unique start of it.", callback=_an_id("threadline review list --case CASE"))]
+OperationId = Annotated[str, typer.Argument(
+    help="The delta's operation id, or a unique start of it.", callback=_an_id("threadline review deltas"))]
 
 
 def when(value: str | None) -> str:
@@ -109,7 +128,7 @@ def list_(
 
 
 @app.command()
-def show(proposal: str, url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
+def show(proposal: ProposalId, url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Show a proposal: its items and what accepting each would change."""
     shown = Api(url, token, data_dir)("GET", f"/proposals/{proposal}")
     if as_json:
@@ -175,7 +194,7 @@ Expected = Annotated[int | None, typer.Option("--expected-revision",
 
 
 @app.command()
-def accept(proposal: str, items: Items = None, note: Note = None, expected_revision: Expected = None,
+def accept(proposal: ProposalId, items: Items = None, note: Note = None, expected_revision: Expected = None,
            url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Accept items of a proposal (all pending ones when none are named)."""
     _decide("accept", proposal, items or [], note, expected_revision, url, token, data_dir, as_json)
@@ -185,7 +204,7 @@ RejectionNote = Annotated[str, typer.Option("--note", help="Why (required); the 
 
 
 @app.command()
-def reject(proposal: str, note: RejectionNote, items: Items = None, expected_revision: Expected = None,
+def reject(proposal: ProposalId, note: RejectionNote, items: Items = None, expected_revision: Expected = None,
            url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Reject items of a proposal (all pending ones when none are named), with a note (required) the agents
     see in their guidance."""
@@ -195,7 +214,7 @@ def reject(proposal: str, note: RejectionNote, items: Items = None, expected_rev
 
 
 @app.command()
-def duplicate(proposal: str, item: Annotated[str, typer.Argument(help="The item that restates a record.")],
+def duplicate(proposal: ProposalId, item: Annotated[str, typer.Argument(help="The item that restates a record.")],
               of: Annotated[str, typer.Option("--of", help="The canonical or pending claim or source it duplicates.")],
               note: Note = None, expected_revision: Expected = None, url: Url = None, token: Token = None,
               data_dir: DataDir = None, as_json: AsJson = False) -> None:
@@ -256,7 +275,7 @@ def deltas(
 
 
 @app.command()
-def delta(operation: str, url: Url = None, token: Token = None, data_dir: DataDir = None,
+def delta(operation: OperationId, url: Url = None, token: Token = None, data_dir: DataDir = None,
           as_json: AsJson = False) -> None:
     """Show a delta as a diff of the thesis."""
     shown = Api(url, token, data_dir)("GET", f"/deltas/{operation}")
@@ -286,14 +305,14 @@ def _decide_delta(decision: str, operation: str, note: str | None, url: str | No
 
 
 @app.command("accept-delta")
-def accept_delta(operation: str, note: Note = None, url: Url = None, token: Token = None,
+def accept_delta(operation: OperationId, note: Note = None, url: Url = None, token: Token = None,
                  data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Accept a committed delta: apply every claim change to the thesis at once."""
     _decide_delta("accept", operation, note, url, token, data_dir, as_json)
 
 
 @app.command("reject-delta")
-def reject_delta(operation: str, note: RejectionNote, url: Url = None, token: Token = None,
+def reject_delta(operation: OperationId, note: RejectionNote, url: Url = None, token: Token = None,
                  data_dir: DataDir = None, as_json: AsJson = False) -> None:
     """Reject a committed delta, with a note (required) the agent sees in get_company_context."""
     if not note.strip():

@@ -175,3 +175,15 @@ async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack
                                                      for r in requests) >= 2)
         unknown = await asyncio.to_thread(webhooks, "deliveries", "0" * 7 + "x")
         assert unknown.returncode == 1 and "error (not_found): there is no webhook '0000000x'" in unknown.stderr
+
+
+def test_an_empty_id_is_refused_naming_the_argument_before_any_call(tmp_path):
+    for args, argument in ((("reject", "", "--note", "x"), "proposal"), (("show", "  "), "proposal"),
+                           (("reject-delta", "", "--note", "x"), "operation")):
+        refused = subprocess.run(
+            [str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", "http://127.0.0.1:9",
+             "--token", "unused", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2, (args, refused.stderr)
+        said = " ".join(refused.stderr.replace("│", " ").split())
+        assert f"Invalid value for '{argument}'" in said and "give an id" in said, (args, said)
+        assert "openapi" not in said and "not_found" not in said, said
