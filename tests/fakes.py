@@ -352,6 +352,9 @@ class FakeCompanies(ThesisRecords):
     async def by_ticker(self, ticker: str) -> Company | None:
         return next((c for c in self.store.companies.values() if c.ticker == ticker), None)
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        return sorted(c for c in self.store.companies if low <= c <= high)[:limit]
+
     async def add(self, company: Company, created_by: str) -> bool:
         if company.company_id in self.store.companies or await self.by_ticker(company.ticker):
             return False

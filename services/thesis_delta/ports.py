@@ -18,6 +18,9 @@ class Companies(Protocol):
 
     async def by_ticker(self, ticker: str) -> Company | None: ...
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        """Up to `limit` company ids from `low` to `high`, in order (the ids a prefix covers)."""
+
     async def add(self, company: Company, created_by: str) -> bool:
         """Store a new company unless its id or its ticker is taken; True when stored."""
 

@@ -98,6 +98,11 @@ class SqlCompanies(SqlRepository):
         row = await self.first(select(*COMPANY).where(companies.c.ticker == ticker))
         return Company(*row) if row else None
 
+    async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
+        column = companies.c.company_id
+        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+        return list((await self.connection.execute(query)).scalars())
+
     async def add(self, company: Company, created_by: str) -> bool:
         row = await self.connection.execute(
             pg_insert(companies).values(**asdict(company), created_by=created_by).on_conflict_do_nothing()

@@ -45,7 +45,13 @@ def _company_not_found(company_id: str) -> NotFound:
 
 
 async def _company(uow: ThesisUnitOfWork, company_id: str, *, lock: bool = False) -> Company:
-    company = await uow.companies.get(_uuid(company_id, "companyId", "company"), lock=lock)
+    """The company `company_id` names: whole, or by a unique prefix of its id (the webhook pages show 8)."""
+    whole = id_prefix.full_uuid(company_id)
+    if whole is None and (span := id_prefix.uuid_range(company_id)) is not None:
+        candidates = await uow.companies.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
+        whole = id_prefix.the_one(company_id, candidates, what="company", field="companyId",
+                                  hint=_company_not_found(company_id).hint)
+    company = None if whole is None else await uow.companies.get(whole, lock=lock)
     if company is None:
         raise _company_not_found(company_id)
     return company

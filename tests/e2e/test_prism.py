@@ -432,3 +432,15 @@ async def test_a_call_too_large_for_one_nats_message_is_refused_with_what_to_do(
                                    preview_args(company, unique(), proposedClaims=claims))
     assert error["code"] == "invalid_argument" and "NATS message" in error["message"]
     assert "fewer or shorter" in error["hint"]
+
+
+async def test_a_company_is_named_by_the_start_of_its_id_the_webhook_pages_show(stack):
+    company = await new_company(stack)
+    whole = company["companyId"]
+    async with stack.api() as api:
+        shown = await api.get(f"/api/v1/companies/{whole[:8]}")
+        assert shown.status_code == 200 and shown.json()["companyId"] == whole, shown.text
+        deltas = await api.get(f"/api/v1/companies/{whole[:8]}/deltas")
+        assert deltas.status_code == 200, deltas.text
+        assert (await ui_sign_in(api, stack.tokens["reviewer"])).status_code == 303
+        assert (await api.get(f"/ui/companies/{whole[:8]}")).status_code == 200

@@ -8,8 +8,21 @@ from datetime import timedelta
 import pytest
 
 from services.thesis_delta.repository import SqlThesisUnitOfWork
-from services.thesis_delta.use_cases import add_thesis_claim, decide_delta, get_delta, propose_claim_delta
-from shared.contracts import Actor, AddThesisClaim, DecideDelta, DeltaRef, ProposeClaimDeltaRequest
+from services.thesis_delta.use_cases import (
+    add_thesis_claim,
+    decide_delta,
+    get_company,
+    get_delta,
+    propose_claim_delta,
+)
+from shared.contracts import (
+    Actor,
+    AddThesisClaim,
+    CompanyRef,
+    DecideDelta,
+    DeltaRef,
+    ProposeClaimDeltaRequest,
+)
 from shared.errors import (
     Conflict,
     Expired,
@@ -209,6 +222,22 @@ async def test_a_delta_is_named_by_a_unique_prefix_of_its_id_and_an_ambiguous_on
     for unknown in ("ffff" if not operation_id.startswith("ffff") else "0000", "not-hex", ""):
         with pytest.raises(NotFound):
             await get_delta(DeltaRef(actor=REVIEWER, operation_id=unknown), FakeThesisUnitOfWork(store))
+
+
+async def test_a_company_is_named_by_a_unique_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates():
+    store, ids = thesis()
+    whole = ids["companyId"]
+    shown = await get_company(CompanyRef(actor=REVIEWER, company_id=whole[:8]), FakeThesisUnitOfWork(store))
+    assert shown["companyId"] == whole
+    twin = whole[:8] + "-0000-4000-8000-000000000000"  # a second company whose id starts the same way
+    store.companies[twin] = replace(store.companies[whole], company_id=twin, ticker="TWIN")
+    with pytest.raises(InvalidArgument) as ambiguous:
+        await get_company(CompanyRef(actor=REVIEWER, company_id=whole[:8]), FakeThesisUnitOfWork(store))
+    assert ambiguous.value.field == "companyId"
+    assert whole in ambiguous.value.message and twin in ambiguous.value.message
+    for unknown in ("ffff" if not whole.startswith("ffff") else "0000", "not-hex", ""):
+        with pytest.raises(NotFound):
+            await get_company(CompanyRef(actor=REVIEWER, company_id=unknown), FakeThesisUnitOfWork(store))
 
 
 async def test_only_a_committed_delta_that_still_applies_can_be_accepted():
