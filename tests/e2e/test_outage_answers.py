@@ -1,6 +1,6 @@
 """Under `threadline up`, outage answers tell the truth: a decision whose answer NATS lost says it may have been
 applied and that repeating it is harmless (and the repeat is replayed); a call while `up` restarts a killed
-service says it is restarting, not that an operator must start it."""
+service says it is restarting, not that an operator must start it; a call while PostgreSQL is down names PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import signal
 import time
 
 import httpx2
+import psutil
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -132,3 +133,27 @@ async def test_a_call_while_up_restarts_a_killed_service_is_told_it_is_restartin
 
         await until_back(system, "staging", staging)
         assert not (await stage(mcp, "after-the-restart")).is_error
+
+
+async def test_a_call_while_postgresql_is_down_is_told_it_is_postgresql(system, agent_token):
+    """`up` is held (SIGSTOP) so that it cannot start PostgreSQL again while the calls are made."""
+    postmaster = psutil.Process(system.pid_of("postgres"))
+    backends = postmaster.children(recursive=True)
+    up = psutil.Process(system.process.pid)
+    up.suspend()
+    try:
+        postmaster.kill()
+        psutil.wait_procs([postmaster, *backends], timeout=30)  # every server process is gone
+        http, mcp = agent(system, agent_token)
+        async with reviewer(system) as api, http, mcp:
+            answer = await api.get(f"/api/v1/cases/{CASE}")
+            tool = await mcp.call_tool("get_workspace", {})
+        assert answer.status_code == 503, answer.text
+        assert tool.is_error, tool.content[0].text
+        for error in (answer.json()["error"], tool.structured_content["error"]):
+            assert error["code"] == "unavailable", error
+            assert error["details"]["dependency"] == "postgresql", error
+            assert "PostgreSQL" in error["message"], error
+    finally:
+        up.resume()
+    await until_back(system, "postgres", postmaster.pid)
