@@ -8,6 +8,7 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import QueueQuery
 from shared.contracts import Decide, ListProposals
 from shared.errors import InvalidArgument
+from shared.problems import Problem, bounded
 
 MAX_WORDS = 8  # words of `q`, each of which must appear in the proposal's items
 DUPLICABLE = {"claims": "claim", "sources": "source"}  # the proposals whose items can restate a record
@@ -94,30 +96,33 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork, found_case: 
 
 def check_duplicates(proposal: StoredProposal, cmd: Decide) -> None:
     """The `duplicates` of a decision, as far as the proposal alone can tell: items of a proposal of claims or
-    sources, each listed once, decided one way, and not a duplicate of itself."""
+    sources, each listed once, decided one way, and not a duplicate of itself. Refuses naming every fault."""
+    if cmd.duplicates and proposal.kind not in DUPLICABLE:
+        raise InvalidArgument(f"the items of a {proposal.kind} proposal are not claims or sources",
+                              field="duplicates[0].itemId", hint="reject them with reject and say why in note")
+    problems = bounded(_duplicate_problems(proposal, cmd))
+    if problems:
+        raise InvalidArgument.of(problems)
+
+
+def _duplicate_problems(proposal: StoredProposal, cmd: Decide) -> Iterator[Problem]:
     known = {item.item_id for item in proposal.items}
-    listed: list[str] = []
+    listed: set[str] = set()
     for i, entry in enumerate(cmd.duplicates):
-        if proposal.kind not in DUPLICABLE:
-            raise InvalidArgument(f"the items of a {proposal.kind} proposal are not claims or sources",
-                                  field=f"duplicates[{i}].itemId",
-                                  hint="reject them with reject and say why in note")
+        item = f"duplicates[{i}].itemId"
         if entry.item_id not in known:
-            raise InvalidArgument(f"{entry.item_id!r} is not an item of proposal {proposal.proposal_id}",
-                                  field=f"duplicates[{i}].itemId",
-                                  hint=f"use the proposal's item ids: {', '.join(sorted(known))}")
-        if entry.item_id in listed:
-            raise InvalidArgument(f"{entry.item_id!r} is listed twice", field=f"duplicates[{i}].itemId",
-                                  hint="name one record it duplicates")
-        if entry.item_id in cmd.accept or entry.item_id in cmd.reject:
-            raise InvalidArgument(f"{entry.item_id!r} is also listed in "
-                                  f"{'accept' if entry.item_id in cmd.accept else 'reject'}",
-                                  field=f"duplicates[{i}].itemId",
-                                  hint="an item in duplicates is rejected as a duplicate: list it there only")
+            yield Problem(item, f"{entry.item_id!r} is not an item of proposal {proposal.proposal_id}",
+                          f"use the proposal's item ids: {', '.join(sorted(known))}")
+        elif entry.item_id in listed:
+            yield Problem(item, f"{entry.item_id!r} is listed twice", "name one record it duplicates")
+        elif entry.item_id in cmd.accept or entry.item_id in cmd.reject:
+            yield Problem(item, f"{entry.item_id!r} is also listed in "
+                                f"{'accept' if entry.item_id in cmd.accept else 'reject'}",
+                          "an item in duplicates is rejected as a duplicate: list it there only")
         if entry.of == entry.item_id:
-            raise InvalidArgument(f"{entry.item_id!r} cannot be a duplicate of itself", field=f"duplicates[{i}].of",
-                                  hint="name the canonical or pending record it restates")
-        listed.append(entry.item_id)
+            yield Problem(f"duplicates[{i}].of", f"{entry.item_id!r} cannot be a duplicate of itself",
+                          "name the canonical or pending record it restates")
+        listed.add(entry.item_id)
 
 
 async def resolve_duplicates(cmd: Decide, proposal: StoredProposal, uow: ReviewUnitOfWork) -> tuple[list[str], str | None]:
@@ -127,16 +132,17 @@ async def resolve_duplicates(cmd: Decide, proposal: StoredProposal, uow: ReviewU
         return list(cmd.reject), cmd.note
     record = DUPLICABLE[proposal.kind]
     named = await uow.queue.records_named(proposal.case_id, record, [d.of for d in cmd.duplicates])
-    parts = []
+    parts, problems = [], []
     for i, entry in enumerate(cmd.duplicates):
         status = named.get(entry.of)
         if status not in ("canonical", "pending"):
             problem = f"is {status}" if status else "is neither canonical nor pending"
-            raise InvalidArgument(f"the {record} {entry.of!r} {problem} in case {proposal.case_id}",
-                                  field=f"duplicates[{i}].of",
-                                  hint=f"name a canonical or pending {record} of the case (search the case for it), "
-                                       "or reject the item with reject and a note")
+            problems.append(Problem(f"duplicates[{i}].of", f"the {record} {entry.of!r} {problem} in case "
+                                    f"{proposal.case_id}", f"name a canonical or pending {record} of the case "
+                                    "(search the case for it), or reject the item with reject and a note"))
         parts.append(f"{record} {entry.item_id} duplicates the {status} {record} {entry.of}")
+    if problems:
+        raise InvalidArgument.of(bounded(problems))
     said = "Rejected as a duplicate: " + "; ".join(parts) + "."
     note = f"{said} {cmd.note}" if cmd.note else said
     return list(cmd.reject) + [d.item_id for d in cmd.duplicates], note

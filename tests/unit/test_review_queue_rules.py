@@ -70,6 +70,15 @@ def test_duplicates_the_proposal_alone_refuses_name_the_field(kind, request_, fi
     assert refused.value.field == field and says in str(refused.value)
 
 
+def test_every_fault_of_a_decisions_duplicates_is_named_in_one_refusal():
+    with pytest.raises(InvalidArgument) as refused:
+        queue.check_duplicates(proposal("claims"), decide(("ghost", "x"), ("a", "a"), ("b", "y"), reject=["b"]))
+    assert [(p["field"], p["message"].split(" ", 1)[1][:20]) for p in refused.value.problems] == [
+        ("duplicates[0].itemId", "is not an item of pr"), ("duplicates[1].of", "cannot be a duplicat"),
+        ("duplicates[2].itemId", "is also listed in re")]
+    assert refused.value.field == "duplicates[0].itemId" and "and 2 more problems" in str(refused.value)
+
+
 def test_a_request_with_duplicates_has_its_own_digest_and_one_without_keeps_the_old():
     plain = domain.request_digest(["a"], [], None, 3)
     assert domain.request_digest(["a"], [], None, 3, ()) == plain
