@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor
+from shared.db.tables import outbox
 from shared.subjects import BACKEND_SERVICES, Command, Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import source_item
@@ -114,6 +116,19 @@ def assert_exact_stream(events: list[dict], expected_cases: int, expected_revisi
         assert seen == sorted(seen), f"{case_id}: events out of revision order {seen}"
 
 
+async def assert_outbox_published_once(db, events: list[dict]) -> None:  # noqa: ANN001
+    """Nothing lost and nothing twice, of every event type: the stream holds each outbox row's event exactly once,
+    at the sequence the relay recorded when it marked the row, and nothing that is not in the outbox."""
+    async with db.engine.connect() as connection:
+        rows = (await connection.execute(select(outbox.c.event_id, outbox.c.event_type, outbox.c.stream_seq))).all()
+    times = Counter(e["id"] for e in events)
+    assert len(events) == len(rows), f"{len(events)} events in the stream, {len(rows)} in the outbox"
+    assert set(times) == {r.event_id for r in rows}, "the stream and the outbox hold different events"
+    assert set(times.values()) == {1}, "an event is in the stream more than once"
+    assert Counter(e["type"] for e in events) == Counter(r.event_type for r in rows)
+    assert {e["id"]: e["seq"] for e in events} == {r.event_id: r.stream_seq for r in rows}
+
+
 @pytest.mark.slow
 async def test_killing_the_relay_repeatedly_loses_and_duplicates_nothing(relay_stack, tmp_path):
     relays = Relays(relay_stack, tmp_path)
@@ -132,7 +147,9 @@ async def test_killing_the_relay_repeatedly_loses_and_duplicates_nothing(relay_s
     suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
     print(f"\nrelay killed {relays.kills} times; JetStream dropped {suppressed} re-published duplicate(s)")
     assert decisions == CASES * DECISIONS_PER_CASE
-    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
+    events = await stream_events(relay_stack.settings)
+    assert_exact_stream(events, CASES, DECISIONS_PER_CASE)
+    await assert_outbox_published_once(relay_stack.db, events)
 
 
 @pytest.mark.slow
@@ -151,4 +168,6 @@ async def test_two_relays_at_once_keep_the_stream_exact_and_the_standby_takes_ov
     finally:
         relays.stop_all()
     assert "relay_leading" in relays.log_of(standby)
-    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
+    events = await stream_events(relay_stack.settings)
+    assert_exact_stream(events, CASES, DECISIONS_PER_CASE)
+    await assert_outbox_published_once(relay_stack.db, events)
