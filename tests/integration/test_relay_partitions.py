@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 
 import asyncpg
+import psutil
 import pytest
 from sqlalchemy import text
 
@@ -15,15 +17,19 @@ from services.relay.partitions import LEGACY_LEADER_LOCK, PARTITION_LOCK, SLOTS,
 from shared.db.migrate import upgrade
 from shared.db.session import asyncpg_dsn, create_engine
 from tests.events import stream_events, wait_until_published
-from tests.integration.test_relay_chaos import Relays, assert_exact_stream, make_decisions
+from tests.integration.test_relay_chaos import (
+    Relays,
+    assert_exact_stream,
+    assert_outbox_published_once,
+    make_decisions,
+)
 from tests.integration.test_relay_chaos import relay_stack as relay_stack  # noqa: F401 - the fixture
+from tests.support import connect_nats
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 PARTITIONS = 4
-# Enough decisions for several kills of each relay (one every couple of seconds); test_relay_chaos.py runs the
-# issue's 500 against one relay.
+# Enough decisions for several kills of each relay; test_relay_chaos.py runs the issue's 500 against one relay.
 CASES, DECISIONS_PER_CASE = (40, 50) if FULL else (12, 20)
-KILL_EVERY_SECONDS = 1.5 if FULL else 2.0
 KILLS = 6 if FULL else 2  # at least: the load goes on until partition leaders have been killed this many times
 
 _LEADERS = ("SELECT l.pid, l.objid::bigint / $2 AS partitions, l.objid::bigint % $2 AS partition FROM pg_locks l "
@@ -52,19 +58,24 @@ async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing
     relays = Relays(relay_stack, tmp_path)
     env = {"THREADLINE_RELAY_PARTITIONS": str(PARTITIONS)}
     running = [relays.start(**env), relays.start(**env)]
-    watcher = await asyncpg.connect(asyncpg_dsn(relay_stack.settings.resolved_database_url()))
+    dsn = asyncpg_dsn(relay_stack.settings.resolved_database_url())
+    watcher, holder = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    stream = await connect_nats(relay_stack.settings)
     work = asyncio.create_task(make_decisions(relay_stack, CASES, DECISIONS_PER_CASE,
                                               load_until=lambda: relays.kills >= KILLS))
-    shared_seen = 0
+    republished: list[tuple[list[str], int]] = []
     try:
-        while not work.done():
+        while relays.kills < KILLS:  # the load goes on until then
             # Both relays lead (two partitions each) before one of them dies.
             split = await until(lambda: _split(watcher), timeout=30)
-            shared_seen += 1
             assert sorted(len(p) for p in split.values()) == [PARTITIONS // 2, PARTITIONS // 2]
-            await asyncio.sleep(KILL_EVERY_SECONDS)
-            victim = running.pop(shared_seen % 2)
-            relays.kill(victim)
+            backend = sorted(split)[relays.kills % 2]
+            victim, unmarked = await _kill_between_ack_and_mark(relays, running, watcher, holder, backend,
+                                                                split[backend])
+            last_seq = (await stream.jetstream().stream_info(relay_stack.settings.stream_name)).state.last_seq
+            await holder.execute("ROLLBACK")
+            republished.append((unmarked, last_seq))
+            running.remove(victim)
             # The survivor takes the dead leader's partitions: every partition led, by one relay.
             await until(lambda: _all_led_by_one(watcher), timeout=15)
             running.insert(0, relays.start(**env))
@@ -73,11 +84,50 @@ async def test_killing_partition_leaders_under_load_loses_and_duplicates_nothing
     finally:
         relays.stop_all()
         await watcher.close()
-    assert relays.kills >= KILLS, "relay leaders must be killed several times during the run"
+        await holder.close()
+        await stream.close()
+    events = await stream_events(relay_stack.settings)
+    # Each kill left events JetStream had stored but the outbox had not marked, which a relay then published again:
+    # the stream holds them once, at the sequence from before the kill.
+    seq_of = {e["id"]: e["seq"] for e in events}
+    for unmarked, last_seq in republished:
+        assert any(seq_of[event_id] <= last_seq for event_id in unmarked), "no kill fell between ack and mark"
     suppressed = sum(log.read_text().count("relay_duplicate_suppressed") for log in tmp_path.glob("relay-*.log"))
     print(f"\n{relays.kills} partition leaders killed; JetStream dropped {suppressed} re-published duplicate(s)")
+    assert suppressed >= 1, "the relays never published an event JetStream already had"
     assert decisions > 0
-    assert_exact_stream(await stream_events(relay_stack.settings), CASES, DECISIONS_PER_CASE)
+    assert_exact_stream(events, CASES, DECISIONS_PER_CASE)
+    await assert_outbox_published_once(relay_stack.db, events)
+
+
+_WAITING_TO_MARK = ("SELECT client_port FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock' "
+                    "AND query LIKE 'UPDATE outbox%'")
+
+
+async def _kill_between_ack_and_mark(relays: Relays, running: list[subprocess.Popen], watcher: asyncpg.Connection,
+                                     holder: asyncpg.Connection, backend: int,
+                                     partitions: set[int]) -> tuple[subprocess.Popen, list[str]]:
+    """SIGKILL the relay whose session is `backend` after JetStream acknowledged events of its partitions and
+    before it marked them published; return it and the events it had left unmarked.
+
+    `holder` locks the pending rows of those partitions (FOR SHARE: the relay still reads and publishes them, but
+    its UPDATE marking them waits), and keeps them locked, in an open transaction, for the caller to roll back.
+    Once the relay waits to mark, it is killed and its session ended (PostgreSQL would otherwise run the UPDATE
+    when the lock went, not noticing the client had gone until it answered): what a crash between the two does."""
+    while True:
+        await holder.execute("BEGIN")
+        unmarked = [str(row["event_id"]) for row in await holder.fetch(
+            "SELECT event_id FROM outbox WHERE published_at IS NULL AND slot % $1 = ANY($2::int[]) FOR SHARE",
+            PARTITIONS, sorted(partitions))]
+        if unmarked:
+            break
+        await holder.execute("ROLLBACK")
+        await asyncio.sleep(0.1)
+    port = await until(lambda: watcher.fetchval(_WAITING_TO_MARK, backend))
+    victim = next(p for p in running if any(c.laddr.port == port for c in psutil.Process(p.pid).net_connections()))
+    relays.kill(victim)
+    assert await watcher.fetchval("SELECT pg_terminate_backend($1, 10000)", backend)
+    return victim, unmarked
 
 
 async def _split(connection: asyncpg.Connection) -> dict[int, set[int]] | None:
