@@ -32,7 +32,7 @@ KUBERNETES = "1.30.0"
 CRDS = {("postgresql.cnpg.io/v1", "Cluster"), ("postgresql.cnpg.io/v1", "Pooler")}
 # Every `threadline serve` target; webhooks is its own service too (issue 17), whether or not it has landed.
 SERVED = {s.value for s in Service} | {"webhooks"}
-AUTOSCALED = {"gateway", "staging", "relay", "projection"}
+AUTOSCALED = {"gateway", "staging", "review", "relay", "projection"}
 
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
