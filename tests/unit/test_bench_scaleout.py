@@ -135,6 +135,24 @@ def test_each_doubling_has_its_speedup_efficiency_and_calls_change_and_the_table
                for line in summary_lines(report))
 
 
+def test_the_relays_whole_backlog_rate_and_its_speedup_are_shown_beside_the_summed_partition_rates():
+    # The run of 2026-12-06 12:17: partition rates summed 843.5 -> 1550.7 (1.84x), the whole backlog 709 -> 1,199.
+    one, two = point("relay", 1, 55.3, 843.5), point("relay", 2, 55.1, 1550.7)
+    one["capacity"]["wholeBacklogPerSecond"], two["capacity"]["wholeBacklogPerSecond"] = 709.0, 1199.0
+    (relay,) = sweeps([one, two])
+    assert relay["doublings"][0]["speedup"] == 1.84 and relay["doublings"][0]["wholeBacklogSpeedup"] == 1.69
+    report = {"sweeps": [relay], "machineBefore": {"loadAverage1m": 0.3}, "machineAfter": {"loadAverage1m": 1.0},
+              "cores": 2}
+    console = Console(width=300, record=True)
+    console.print(sweep_table(report))
+    text = console.export_text()
+    assert "whole backlog/s" in text and "1199.0" in text
+    assert "1→2 1.84× (efficiency 0.92, whole backlog 1.69×, calls/s -0%" in summary_lines(report)[0]
+    staging = sweeps([point("staging", 1, 19.0), point("staging", 2, 36.0)])[0]
+    assert staging["doublings"][0]["wholeBacklogSpeedup"] is None
+    assert "whole backlog" not in summary_lines({**report, "sweeps": [staging]})[0]
+
+
 def test_the_bench_cases_fall_evenly_on_the_relay_partitions():
     from collections import Counter
 

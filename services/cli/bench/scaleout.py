@@ -368,8 +368,19 @@ def throughput(point: dict[str, Any]) -> float | None:
     return point["callsPerSecond"]
 
 
+def whole_backlog(point: dict[str, Any]) -> float | None:
+    """The relay's other capacity figure: the whole backlog over the whole drain, pauses and a partition that
+    finished early included (scaleout_drain.py), beside the summed per-partition rate that `throughput` reads."""
+    return (point.get("capacity") or {}).get("wholeBacklogPerSecond")
+
+
+def ratio(high: float | None, low: float | None) -> float | None:
+    return rounded(high / low) if high and low else None
+
+
 def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Points grouped by service, each doubling's efficiency and the calls/s change it brought."""
+    """Points grouped by service, each doubling's efficiency and the calls/s change it brought (and, for the relay,
+    the speedup of the whole backlog's rate too)."""
     out: list[dict[str, Any]] = []
     for service in dict.fromkeys(p["service"] for p in points):
         mine = [p for p in points if p["service"] == service]
@@ -380,7 +391,8 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
                               "bottlenecks": [low.get("bottleneck"), high.get("bottleneck")],
                               "sweptIsBottleneck": any(is_replica_of(p.get("bottleneck"), service)
                                                        for p in (low, high)),
-                              "speedup": rounded(b / a) if a and b else None,
+                              "speedup": ratio(b, a),
+                              "wholeBacklogSpeedup": ratio(whole_backlog(high), whole_backlog(low)),
                               "efficiency": rounded(b / (2 * a)) if a and b else None,
                               "callsChange": rounded(high["callsPerSecond"] / low["callsPerSecond"] - 1)
                               if low["callsPerSecond"] and high["callsPerSecond"] else None})

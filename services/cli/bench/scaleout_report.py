@@ -36,7 +36,7 @@ def held_note(report: dict[str, Any]) -> str:
 def sweep_table(report: dict[str, Any]) -> Table:
     table = Table(title="replicas doubled, one service at a time", title_justify="left")
     for column in ("service", "replicas", "calls/s", "p99 ms", "events/s", "projected/s", "capacity events/s",
-                   "speedup", "efficiency", "bottleneck (CPU / quota)", "its own CPU / quota"):
+                   "whole backlog/s", "speedup", "efficiency", "bottleneck (CPU / quota)", "its own CPU / quota"):
         table.add_column(column, justify="left" if column in ("service", "bottleneck (CPU / quota)") else "right")
     for sweep in report["sweeps"]:
         doublings = {d["to"]: d for d in sweep["doublings"]}
@@ -46,7 +46,7 @@ def sweep_table(report: dict[str, Any]) -> Table:
             table.add_row(sweep["service"], str(point["replicas"]), figure(point["callsPerSecond"]),
                           figure(point["p99Ms"], digits=0), figure(point["eventsPerSecond"]),
                           figure(point["projectedPerSecond"]), figure(capacity.get("eventsPerSecond")),
-                          times(doubling.get("speedup")), figure(doubling.get("efficiency"), digits=2),
+                          figure(capacity.get("wholeBacklogPerSecond")), times(doubling.get("speedup")), figure(doubling.get("efficiency"), digits=2),
                           f"not measured: {point['failed']}" if point.get("failed")
                           else f"{point['bottleneck']} {point['cpuShare'][point['bottleneck']]:.0%}",
                           own_share(point))
@@ -66,12 +66,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for sweep in report["sweeps"]:
         steps = ", ".join(f"{d['from']}→{d['to']} {times(d['speedup'])} (efficiency {figure(d['efficiency'], digits=2)}"
-                          f", calls/s {_signed(d['callsChange'])}{_not_bottleneck(d)})" for d in sweep["doublings"])
+                          f"{_whole_backlog(d)}, calls/s {_signed(d['callsChange'])}{_not_bottleneck(d)})"
+                          for d in sweep["doublings"])
         lines.append(f"{sweep['service']} ({sweep['measure']}): {steps}")
     before, after = report["machineBefore"], report["machineAfter"]
     lines.append(f"load average before {before['loadAverage1m']}, after {after['loadAverage1m']} "
                  f"({report['cores']} cores)")
     return lines
+
+
+def _whole_backlog(doubling: dict[str, Any]) -> str:
+    """Beside the relay's speedup of summed partition rates: that of the whole backlog over the whole drain."""
+    speedup = doubling.get("wholeBacklogSpeedup")
+    return "" if speedup is None else f", whole backlog {times(speedup)}"
 
 
 def _not_bottleneck(doubling: dict[str, Any]) -> str:
