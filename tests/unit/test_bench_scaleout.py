@@ -30,6 +30,7 @@ def test_the_default_quota_fits_every_process_and_the_load_generator_under_the_c
 @pytest.mark.parametrize(("arguments", "said"), [
     ({"quota": 0.0}, "above 0"),
     ({"quota": 3.0}, "at most 2"),
+    ({"quota": 0.01}, "--quota 0.01: a service process needs at least 0.03 of a core; raise --quota to at least 0.03"),
     ({"service": "review"}, "can be swept"),
     ({"max_replicas": 6}, "power of two"),
     ({"max_replicas": 32}, "cannot hold"),

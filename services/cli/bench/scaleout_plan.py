@@ -152,6 +152,9 @@ def make_plan(*, quota: float | None, service: str | None, max_replicas: int = 4
     plan = Plan(cores, round(chosen, 4), services, max_replicas, agents, seconds, cases, cgroup_root, points, rounds,
                 hold)
     most = max(p.processes for p in points)
+    if quota is not None and quota < MIN_QUOTA:
+        raise PlanError(f"--quota {quota:g}: a service process needs at least {MIN_QUOTA:g} of a core; "
+                        f"raise --quota to at least {MIN_QUOTA:g}")
     if plan.quota < MIN_QUOTA:
         raise PlanError(f"the machine cannot hold {most} service processes: on {cores} core(s) each would get "
                         f"{plan.quota:g} of a core (at least {MIN_QUOTA:g} is needed); lower --max-replicas")
