@@ -46,6 +46,7 @@ def groups_of(pid: int) -> list[Path]:
     (("--max-replicas", "64"), "the machine cannot hold"),
     (("--quota", str(os.cpu_count())), "the machine cannot hold"),
     (("--cgroup-root", "/nonexistent"), "no cgroup v1 cpu controller at /nonexistent/cpu"),
+    (("--plot", "/dev/null/plot.png"), "--plot /dev/null/plot.png: cannot write it"),
 ])
 def test_bad_arguments_are_refused_before_anything_starts(args, said, tmp_path):
     before = {p.pid for p in psutil.Process().children(recursive=True)}

@@ -42,6 +42,10 @@ def scaleout(
     try:
         plan = make_plan(quota=quota, service=service, max_replicas=max_replicas, agents=agents, seconds=seconds,
                          cases=cases, rounds=rounds, cgroup_root=cgroup_root, hold=parse_hold(hold))
+        if plot is not None:
+            from services.cli.bench.scaleout_report import check_plot
+
+            check_plot(plot)
         check_writable(cgroup_root)
     except (PlanError, CgroupError) as error:
         typer.secho(f"error: {error}", fg="red", err=True)
@@ -65,16 +69,24 @@ def scaleout(
                     err=True)
         raise typer.Exit(130) from None
     if plot is not None:
-        report["plot"] = str(draw(report, plot))
+        report["plot"] = str(plot)
+    # The figures first: a plot that fails now (a full disk, say) costs the picture, not the run.
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        out = Console(width=None if sys.stdout.isatty() else 200)
+        out.print(quota_table(report))
+        out.print(sweep_table(report))
+        for line in summary_lines(report):
+            out.print(line)
+    if plot is None:
         return
-    out = Console(width=None if sys.stdout.isatty() else 200)
-    out.print(quota_table(report))
-    out.print(sweep_table(report))
-    for line in summary_lines(report):
-        out.print(line)
-    if plot is not None:
+    try:
+        draw(report, plot)
+    except (OSError, RuntimeError) as error:
+        typer.secho(f"error: the plot was not drawn: {error}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if not as_json:
         out.print(f"plot: {report['plot']}")
 
 

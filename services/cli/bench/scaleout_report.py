@@ -9,6 +9,7 @@ from rich.table import Table
 
 from services.cli.bench.plot import doubling_axes
 from services.cli.bench.report import figure, times
+from services.cli.bench.scaleout_plan import PlanError
 
 COLOURS = {"staging": "#c0392b", "gateway": "#2471a3", "relay": "#27ae60", "projection": "#8e44ad"}
 
@@ -92,11 +93,32 @@ def _signed(change: float | None) -> str:
     return "—" if change is None else f"{change:+.0%}"
 
 
+NO_MATPLOTLIB = "--plot needs matplotlib: pip install 'threadline[bench]' (make bench does)"
+
+
+def check_plot(path: Path) -> None:
+    """Refuse a plot that could not be drawn before a run of many minutes starts: matplotlib must import and the
+    file must be writable (its folder is made, as draw() would; a file made only to try is removed again)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlanError(NO_MATPLOTLIB) from None
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab"):
+            pass
+    except OSError as error:
+        raise PlanError(f"--plot {path}: cannot write it ({error.strerror or error})") from None
+    if not existed:
+        path.unlink()
+
+
 def draw(report: dict[str, Any], path: Path) -> Path:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install 'threadline[bench]' (make bench does)") from None
+        raise RuntimeError(NO_MATPLOTLIB) from None
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
