@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from services.cli.bench.cgroups import CgroupError, check_writable
+from tests.dependencies import missing
 from tests.e2e.system import start_system
 
 pytestmark = pytest.mark.e2e
@@ -60,17 +61,17 @@ def test_bad_arguments_are_refused_before_anything_starts(args, said, tmp_path):
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
 
 
-def _cgroups_writable() -> bool:
+def require_writable_cgroups() -> None:
+    """Skip where cgroups cannot be written (not root), fail so under CI."""
     try:
         check_writable(CGROUPS)
-    except CgroupError:
-        return False
-    return True
+    except CgroupError as error:
+        missing(f"needs writable cgroup v1 cpu groups (root): {error}")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _cgroups_writable(), reason="needs writable cgroup v1 cpu groups (root)")
 def test_ctrl_c_stops_every_process_and_removes_every_cgroup():
+    require_writable_cgroups()
     # The run's own temporary folder (another bench beside it makes its own), short enough for the embedded
     # PostgreSQL's socket path.
     scratch = Path(tempfile.mkdtemp(prefix="tl-"))

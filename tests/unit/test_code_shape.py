@@ -64,3 +64,23 @@ def test_kinds_are_not_dispatched_by_name():
         if KIND_COMPARISON.search(line)
     ]
     assert len(hits) <= MAX_KIND_COMPARISONS, "\n".join(hits)
+
+
+SKIPS = {"skip", "skipif", "importorskip"}
+
+
+def _skips_in(path: Path) -> list[str]:
+    """`pytest.skip(…)`, `pytest.importorskip(…)`, `pytest.mark.skip…` in a test module, by line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in SKIPS and "pytest" in ast.unparse(node.value):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_test_skips_itself_but_through_tests_dependencies():
+    # A bare skip passes silently in CI; tests.dependencies.missing() skips on a developer's machine and fails
+    # under CI=true, so a missing dependency shows.
+    modules = sorted(p for p in (ROOT / "tests").rglob("*.py") if p != ROOT / "tests" / "dependencies.py")
+    assert modules, "the tests are where this test looks"
+    assert [skip for path in modules for skip in _skips_in(path)] == []
