@@ -127,6 +127,45 @@ def test_every_deployment_has_a_disruption_budget_and_the_services_that_scale_au
         assert deployments[name]["spec"]["replicas"] >= 2, f"{name}: one pod is no replica set"
 
 
+def capacity_model() -> dict[str, float]:
+    """docs/performance.md's capacity model: each row's cores per 1,000 stage calls a second (its first bold figure)."""
+    section = (ROOT / "docs" / "performance.md").read_text().split("## Capacity: what a deployment needs")[1]
+    model = {}
+    for line in section.split("\n## ")[0].splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and (figure := re.search(r"\*\*([\d.]+)", cells[3])):
+            model[cells[0]] = float(figure.group(1))
+    return model
+
+
+def cores(quantity: str) -> float:
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
+@pytest.mark.parametrize("directory", [BASE, PRODUCTION], ids=["base", "production"])
+def test_the_autoscalers_follow_the_capacity_model(directory):
+    model = capacity_model()
+    assert model["gateway"] > 0 and model["staging"] > 0 and "review" in model, model
+    resources = base_resources() if directory == BASE else patched(PRODUCTION, base_resources())
+    deployments = of_kind(resources, "Deployment")
+    autoscalers = of_kind(resources, "HorizontalPodAutoscaler")
+
+    def calls_per_second(service: str) -> float:
+        """The stage calls/s the service serves at its maximum replicas, each at the autoscaler's CPU target."""
+        spec = autoscalers[service]["spec"]
+        (metric,) = spec["metrics"]
+        (container,) = containers(deployments[service])
+        request = cores(container["resources"]["requests"]["cpu"])
+        target = metric["resource"]["target"]["averageUtilization"] / 100
+        return spec["maxReplicas"] * request * target / (model[service] / 1000)
+
+    for autoscaler in autoscalers.values():
+        (metric,) = autoscaler["spec"]["metrics"]
+        assert metric["resource"]["name"] == "cpu" and metric["resource"]["target"]["averageUtilization"] == 70
+    # Staging costs more CPU per call than the gateway: at their maxima it must keep up with it.
+    assert calls_per_second("staging") >= calls_per_second("gateway")
+
+
 def test_the_migrate_job_migrates_on_the_direct_connection_as_the_operator():
     job = of_kind(base_resources(), "Job")["threadline-migrate"]
     (container,) = containers(job)
