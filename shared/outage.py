@@ -15,7 +15,6 @@ DATABASE_HINT = "retry shortly: PostgreSQL is unreachable or restarting; nothing
 NATS_HINT = "retry shortly: the processes reconnect on their own once NATS is back"
 
 
-
 class PostgreSQLUnreachable(ConnectionError):
     """A connection to PostgreSQL could not be opened. asyncpg lets the socket's own error through (a refused
     connection, a timeout), which names no server; the connect step raises this instead so the answer can."""
