@@ -211,12 +211,8 @@ def events_tail(
     if sum(bool(x) for x in (from_start, from_seq is not None, since is not None)) > 1:
         raise typer.BadParameter("choose one of --from-start, --from-seq, --since")
     as_json = output == "json" or (output == "auto" and not sys.stdout.isatty())
-    try:
-        run_tail(_settings(data_dir), case_id=case, from_start=from_start, from_seq=from_seq,
-                 since=since.astimezone() if since else None, as_json=as_json, count=count, idle_timeout=idle_exit)
-    except ConfigurationError as error:
-        typer.secho(f"error: {error}", fg="red", err=True)
-        raise typer.Exit(2) from None
+    run_tail(_settings(data_dir), case_id=case, from_start=from_start, from_seq=from_seq,
+             since=since.astimezone() if since else None, as_json=as_json, count=count, idle_timeout=idle_exit)
 
 
 @projection_app.command("rebuild")
@@ -386,7 +382,11 @@ def main() -> None:
     # Operator commands log warnings to stderr only, keeping stdout for their output; `up` and `serve`
     # configure their own logging.
     configure_logging("cli", "WARNING", get_settings().log_format)
-    app()
+    try:
+        app()
+    except ConfigurationError as error:  # whichever command met it: what to set, never a traceback
+        typer.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from shared.settings import ConfigurationError, Settings, get_settings
+from shared.settings import Settings, get_settings
 
 
 def settings_for(data_dir: Path | None = None) -> Settings:
@@ -30,6 +30,3 @@ def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         if error.hint:
             typer.echo(f"hint: {error.hint}", err=True)
         raise typer.Exit(1) from None
-    except ConfigurationError as error:
-        typer.secho(f"error: {error}", fg="red", err=True)
-        raise typer.Exit(2) from None
