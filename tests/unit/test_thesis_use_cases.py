@@ -209,35 +209,41 @@ async def test_a_rejection_records_its_reason_and_leaves_the_thesis_as_it_was():
 
 async def test_a_delta_is_named_by_a_unique_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates():
     store, company = thesis()
-    first = await call(store, preview_args(company, "key-1"))
-    operation_id = first["operationId"]
-    shown = await get_delta(DeltaRef(actor=REVIEWER, operation_id=operation_id[:8]), FakeThesisUnitOfWork(store))
-    assert shown["operationId"] == operation_id
-    twin = operation_id[:8] + "-0000-4000-8000-000000000000"  # a second delta whose id starts the same way
-    store.operations[twin] = replace(store.operations[operation_id], operation_id=twin)
-    with pytest.raises(InvalidArgument) as ambiguous:
-        await get_delta(DeltaRef(actor=REVIEWER, operation_id=operation_id[:8]), FakeThesisUnitOfWork(store))
-    assert ambiguous.value.field == "operationId"
-    assert operation_id in ambiguous.value.message and twin in ambiguous.value.message
-    for unknown in ("ffff" if not operation_id.startswith("ffff") else "0000", "not-hex", ""):
-        with pytest.raises(NotFound):
-            await get_delta(DeltaRef(actor=REVIEWER, operation_id=unknown), FakeThesisUnitOfWork(store))
+    whole = (await call(store, preview_args(company, "key-1")))["operationId"]
+
+    def twin(twin_id: str) -> None:
+        store.operations[twin_id] = replace(store.operations[whole], operation_id=twin_id)
+
+    await assert_named_by_prefix(
+        lambda prefix: get_delta(DeltaRef(actor=REVIEWER, operation_id=prefix), FakeThesisUnitOfWork(store)),
+        "operationId", whole, twin)
 
 
 async def test_a_company_is_named_by_a_unique_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates():
     store, ids = thesis()
     whole = ids["companyId"]
-    shown = await get_company(CompanyRef(actor=REVIEWER, company_id=whole[:8]), FakeThesisUnitOfWork(store))
-    assert shown["companyId"] == whole
-    twin = whole[:8] + "-0000-4000-8000-000000000000"  # a second company whose id starts the same way
-    store.companies[twin] = replace(store.companies[whole], company_id=twin, ticker="TWIN")
+
+    def twin(twin_id: str) -> None:
+        store.companies[twin_id] = replace(store.companies[whole], company_id=twin_id, ticker="TWIN")
+
+    await assert_named_by_prefix(
+        lambda prefix: get_company(CompanyRef(actor=REVIEWER, company_id=prefix), FakeThesisUnitOfWork(store)),
+        "companyId", whole, twin)
+
+
+async def assert_named_by_prefix(read, field: str, whole: str, add_twin) -> None:  # noqa: ANN001
+    """Eight characters of the id name the record; once a second record's id starts the same way, they are
+    refused naming both; a prefix of none is not found."""
+    assert (await read(whole[:8]))[field] == whole
+    twin = whole[:8] + "-0000-4000-8000-000000000000"
+    add_twin(twin)
     with pytest.raises(InvalidArgument) as ambiguous:
-        await get_company(CompanyRef(actor=REVIEWER, company_id=whole[:8]), FakeThesisUnitOfWork(store))
-    assert ambiguous.value.field == "companyId"
+        await read(whole[:8])
+    assert ambiguous.value.field == field
     assert whole in ambiguous.value.message and twin in ambiguous.value.message
     for unknown in ("ffff" if not whole.startswith("ffff") else "0000", "not-hex", ""):
         with pytest.raises(NotFound):
-            await get_company(CompanyRef(actor=REVIEWER, company_id=unknown), FakeThesisUnitOfWork(store))
+            await read(unknown)
 
 
 async def test_only_a_committed_delta_that_still_applies_can_be_accepted():
