@@ -50,6 +50,9 @@ def _number(match: re.Match[str]) -> str:
 
 
 def unaccent(text: str) -> str:
+    """The text with its letters' accents dropped (é → e, Ô → O) and compatibility forms spelt plainly (ﬁ → fi):
+    records are indexed and queries searched in this form, so that a word typed with or without its accents
+    finds it written either way."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 

@@ -3,15 +3,15 @@
 Reads the projection's search index (shared/db/search_tables.py) and, for the gap filter, its unresolved view,
 never the ledger; the query `*` lists every record the filters keep, by id. Full text is
 PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`, `or`, stray `'&|!:*()`) without a
-parser error, and a query typed with accents also matches its words without them ("héat" finds
-heat); similar spellings replace each word of the query by the case's indexed stems that resemble
-it (pg_trgm), and a record matches when it holds one of them for every word. Ranked, ten hits a page.
+parser error. Records are indexed and queries searched without accents, so that a word typed either way finds
+it written either way ("Zurich" finds Zürich, "héat" heat) while snippets keep the record's own text; similar
+spellings replace each word of the query by the case's indexed stems that resemble it (pg_trgm), and a record
+matches when it holds one of them for every word. Ranked, ten hits a page.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.ports import ProjectionUnitOfWork
-from shared import ledger
+from shared import ledger, search_text
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
 from shared.grounding import grounding_for, grounding_of_citations
@@ -44,20 +44,14 @@ _FILTER = """case_id = :case_id AND kind = ANY(CAST(:kinds AS text[])) AND statu
   AND (CAST(:gap AS text) IS NULL OR (kind = 'claim' AND proposal_id = '' AND EXISTS (
     SELECT 1 FROM view_unresolved u WHERE u.case_id = :case_id AND u.claim_id = search_records.record_id
       AND (CAST(:gap AS text) = 'any' OR u.type = CAST(:gap AS text)))))"""
-_WORDS = "websearch_to_tsquery('english', :query)"
-# A query with accents the records' words may not carry ("héat"): its words as typed, or without the accents.
-_WORDS_OR_PLAIN = f"({_WORDS} || websearch_to_tsquery('english', :plain))"
-
-
-def _search(words: str) -> str:
-    return f"""
+_SEARCH = f"""
 WITH hits AS (
   SELECT kind, record_id, proposal_id, status, headline, 0 AS tier,
          CASE WHEN record_id = :id THEN 2.0 ELSE 1.0 END AS score
   FROM search_records WHERE {_FILTER} AND :id <> '' AND record_id LIKE CAST(:id_prefix AS text) COLLATE "C"
   UNION ALL
-  SELECT kind, record_id, proposal_id, status, headline, 1, ts_rank_cd(tsv, {words})
-  FROM search_records WHERE {_FILTER} AND tsv @@ {words}
+  SELECT kind, record_id, proposal_id, status, headline, 1, ts_rank_cd(tsv, websearch_to_tsquery('english', :plain))
+  FROM search_records WHERE {_FILTER} AND tsv @@ websearch_to_tsquery('english', :plain)
   UNION ALL
   SELECT kind, record_id, proposal_id, status, headline, 2, ts_rank_cd(tsv, CAST(:fuzzy AS tsquery))
   FROM search_records WHERE {_FILTER} AND tsv @@ CAST(:fuzzy AS tsquery)
@@ -69,9 +63,6 @@ SELECT kind, record_id, proposal_id, status, headline, tier, score, count(*) OVE
 FROM best ORDER BY tier, score DESC, kind, record_id, proposal_id
 LIMIT :limit OFFSET :offset
 """
-
-
-_SEARCH, _SEARCH_OR_PLAIN = _search(_WORDS), _search(_WORDS_OR_PLAIN)
 # `*`: every record the filters keep, by id (then kind, then proposal), for an agent to list them all.
 _EVERYTHING = f"""
 SELECT kind, record_id, proposal_id, status, headline, 3 AS tier, 1.0 AS score, count(*) OVER () AS total
@@ -107,11 +98,6 @@ def fuzzy_query(groups: dict[int, list[str]]) -> str | None:
     return " & ".join(parts) or None
 
 
-def without_accents(query: str) -> str:
-    """The query with its letters' accents dropped (é → e, Ô → O), compatibility forms spelt plainly (ﬁ → fi)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", query) if not unicodedata.combining(c))
-
-
 def checked_query(query: str) -> str:
     stripped = " ".join(query.split())
     if not stripped:
@@ -126,20 +112,19 @@ async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) ->
     if query == EVERYTHING:
         return await _page(connection, search, _EVERYTHING, {**search.filters(), "limit": limit,
                                                              "offset": search.offset})
+    plain = search_text.unaccent(query)  # as the records' texts are indexed
     groups: dict[int, list[str]] = {}
     corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
-    for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": query}):
+    for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": plain}):
         if word is not None:
             groups.setdefault(i, []).append(word)
         corrected |= not exact
     if not corrected:
         groups = {}  # every word is the case's own: similar spellings would find what full text found
     identifier = query.lower() if _ID.match(query.lower()) and len(query) <= 96 else ""
-    plain = without_accents(query)
-    return await _page(connection, search, _SEARCH if plain == query else _SEARCH_OR_PLAIN, {
-        **search.filters(), "query": query, "fuzzy": fuzzy_query(groups), "id": identifier,
-        "id_prefix": identifier + "%", "limit": limit, "offset": search.offset,
-        **({"plain": plain} if plain != query else {})})
+    return await _page(connection, search, _SEARCH, {
+        **search.filters(), "plain": plain, "fuzzy": fuzzy_query(groups), "id": identifier,
+        "id_prefix": identifier + "%", "limit": limit, "offset": search.offset})
 
 
 async def _page(connection: AsyncConnection, search: Search, sql: str,

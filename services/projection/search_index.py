@@ -3,7 +3,8 @@
 A ledger change adds the rows of the records it adds and marks those it supersedes or retires; a staged
 proposal adds its pending items, a decision drops the items it decided (accepted ones arrive as ledger
 records with the same revision). Each statement also moves the counts of the case's words (the stems its
-texts hold, which similar spellings are matched against), so a change costs the size of the change.
+texts hold, which similar spellings are matched against), so a change costs the size of the change. A row's text
+is indexed without its accents (its `plain` column), so that a rebuild and this upkeep index the same words.
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ ON CONFLICT (case_id, word) DO UPDATE SET n = search_words.n + excluded.n
 """
 _ADD = """
 WITH added AS (
-  INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, dup_key)
+  INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, plain, dup_key)
   SELECT * FROM unnest(CAST(:case_ids AS text[]), CAST(:kinds AS text[]), CAST(:ids AS text[]),
                        CAST(:proposals AS text[]), CAST(:statuses AS text[]), CAST(:headlines AS text[]),
-                       CAST(:bodies AS text[]), CAST(:dup_keys AS text[]))
+                       CAST(:bodies AS text[]), CAST(:plains AS text[]), CAST(:dup_keys AS text[]))
   ON CONFLICT DO NOTHING
   RETURNING case_id, tsv)
 """ + _MOVE_WORDS.format(sign=1, rows="added")
@@ -123,7 +124,8 @@ class SqlSearchIndex:
                 "case_ids": [c for c, _ in chunk], "kinds": [r.kind for _, r in chunk],
                 "ids": [r.record_id for _, r in chunk], "proposals": [r.proposal_id for _, r in chunk],
                 "statuses": [r.status for _, r in chunk], "headlines": [r.headline for _, r in chunk],
-                "bodies": [r.body for _, r in chunk], "dup_keys": [r.dup_key for _, r in chunk]})
+                "bodies": [r.body for _, r in chunk], "plains": [search_text.unaccent(r.body) for _, r in chunk],
+                "dup_keys": [r.dup_key for _, r in chunk]})
 
     async def drop(self, case_id: str, keys: Sequence[tuple[str, str, str]]) -> None:
         """Drop rows by (kind, record id, proposal id)."""

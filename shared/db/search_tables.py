@@ -2,8 +2,9 @@
 
 One row per canonical or retired record of the ledger and per pending proposal item, kept from the change
 events at the cost of the change and rebuilt from the ledger with the case views; its text is indexed for
-full-text search (English stemming) and its normalised text (claims) or URL (sources) for duplicates, and
-the words of the case's texts (their stems) for similar spellings. A search reads these tables only.
+full-text search (English stemming, accents dropped: "Zurich" finds Zürich) and its normalised text (claims)
+or URL (sources) for duplicates, and the words of the case's texts (their stems, without accents) for similar
+spellings. A search reads these tables only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ search_records = Table(
     Column("status", Text, nullable=False),  # canonical | pending | retired
     Column("headline", Text, nullable=False),
     Column("body", Text, nullable=False),
-    Column("tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, body)", persisted=True), nullable=False),
+    Column("plain", Text, nullable=False),  # the body without accents (shared/search_text.unaccent), as it is searched
+    Column("tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, plain)", persisted=True), nullable=False),
     Column("dup_key", Text),  # a claim's normalised text, a source's normalised URL (shared/search_text.py)
     PrimaryKeyConstraint("case_id", "kind", "record_id", "proposal_id"),
 )

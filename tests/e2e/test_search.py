@@ -142,6 +142,33 @@ async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_
                                                     "status": "pending"}))["total"] == 0
 
 
+async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_the_snippet_keeps_them(stack):
+    """Agents and reviewers mostly type plain ASCII: "Zurich" finds Zürich, "Nestle" Nestlé, a misspelled "Zurihc"
+    Zürich by similar spellings; "Zürich" still finds it, ranked as "Zurich" is (no word counted twice)."""
+    text = "Heat pumps in Zürich and São Paulo cut household heating emissions by a third, the utilities report."
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("s-nestle", publisher="Nestlé S.A.")])
+        await agent.accepted("stage_claims", claims=[claim_item("c-heat", ["s-nestle"], text=text)])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+
+        async def found(query: str, kinds: list[str]) -> list[tuple[str, str, float, str]]:
+            answer = await agent.ok("search_workspace", {"expectedCaseId": agent.case_id, "query": query,
+                                                         "kinds": kinds})
+            return [(h["id"], h["match"], h["score"], h["snippet"]) for h in answer["hits"]]
+
+        plain, accented = await found("Zurich", ["claim"]), await found("Zürich", ["claim"])
+        assert [(i, m) for i, m, _, _ in plain] == [("c-heat", "text")] and accented == plain
+        assert "Zürich" in plain[0][3] and "São Paulo" in plain[0][3]
+        assert [(i, m) for i, m, _, _ in await found('"Sao Paulo" heat', ["claim"])] == [("c-heat", "text")]
+        assert [(i, m) for i, m, _, _ in await found("Nestle", ["source"])] == [("s-nestle", "text")]
+        ((claim_id, match, _, snippet),) = await found("Zurihc heat pumps", ["claim"])
+        assert (claim_id, match) == ("c-heat", "fuzzy") and "Zürich" in snippet
+        async with stack.api("reviewer") as api:
+            searched = (await api.get(f"/api/v1/cases/{agent.case_id}/search", params={"q": "zurich"})).json()
+        assert [(h["id"], h["match"]) for h in searched["hits"]] == [("c-heat", "text")]
+
+
 async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_from_its_active_sources(stack):
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[

@@ -140,8 +140,10 @@ class History:
             self.applied_up_to = row.id
 
     async def _sources(self, wanted: list[tuple[str, str]]) -> None:
+        """Titles with accents: the search index holds their words without them, kept as rebuilt."""
         await review.record_sources(RecordSources(actor=REVIEWER, case_id=self.case_id, sources=[
-            source_item(self.new_id("s"), type=t, publisher=p) for t, p in wanted]), self.review())
+            source_item(source_id, type=t, publisher=p, title=f"Relevé {source_id} à Zürich")
+            for source_id, (t, p) in ((self.new_id("s"), w) for w in wanted)]), self.review())
 
     async def _claims(self, wanted: list[tuple[str, list[int], bool]]) -> None:
         cited = await self.active(sources, "source_id")
@@ -245,7 +247,7 @@ class History:
             rows = await uow.views.everything(self.case_id)
             connection = uow.search.connection  # the search index too: its records and its words' counts
             index = (await connection.execute(text(
-                "SELECT kind, record_id, proposal_id, status, headline, body, tsv::text, dup_key FROM search_records "
+                "SELECT kind, record_id, proposal_id, status, headline, body, plain, tsv::text, dup_key FROM search_records "
                 "WHERE case_id = :c ORDER BY kind, record_id, proposal_id"), {"c": self.case_id})).all()
             words = (await connection.execute(text(
                 "SELECT word, n FROM search_words WHERE case_id = :c AND n <> 0 ORDER BY word"),

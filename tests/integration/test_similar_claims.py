@@ -10,8 +10,8 @@ from shared.db.session import create_engine
 
 CLAIMS = 5000
 INSERT = """
-INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, dup_key)
-SELECT :case, 'claim', 'c' || n, '', CASE WHEN n % 3 = 0 THEN 'retired' ELSE 'canonical' END, 'h', 'b',
+INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, plain, dup_key)
+SELECT :case, 'claim', 'c' || n, '', CASE WHEN n % 3 = 0 THEN 'retired' ELSE 'canonical' END, 'h', 'b', 'b',
        'the grid ' || md5(n::text) || ' by ' || (n % 40 + 1990)
 FROM generate_series(1, :n) AS n
 """
@@ -28,8 +28,8 @@ async def test_the_nearest_claims_of_a_large_case_are_found_without_reading_the_
             key = (await connection.execute(text("SELECT dup_key FROM search_records WHERE record_id = 'c10'"))).scalar()
             alike = f"{key[:-4]}2030"  # the same claim, another year
             await connection.execute(text(
-                "INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, dup_key) "
-                "VALUES ('big', 'claim', 'pending-1', 'p1', 'pending', 'h', 'b', :alike)"), {"alike": alike})
+                "INSERT INTO search_records (case_id, kind, record_id, proposal_id, status, headline, body, plain, "
+                "dup_key) VALUES ('big', 'claim', 'pending-1', 'p1', 'pending', 'h', 'b', 'b', :alike)"), {"alike": alike})
         similar = f"threadline_similar_claims('big', ARRAY['{key}'], 0.7, 5)"
         async with engine.connect() as connection:
             found = (await connection.execute(text(f"SELECT record_id, status, similarity FROM {similar}"))).all()
