@@ -50,10 +50,21 @@ def _number(match: re.Match[str]) -> str:
 
 
 def unaccent(text: str) -> str:
-    """The text with its letters' accents dropped (é → e, Ô → O) and compatibility forms spelt plainly (ﬁ → fi):
-    records are indexed and queries searched in this form, so that a word typed with or without its accents
-    finds it written either way."""
+    """The text with its letters' accents dropped (é → e, Ô → O) and compatibility forms spelt plainly (ﬁ → fi)."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+# Letters Unicode does not decompose into a plain letter and an accent, spelt as typed on a plain keyboard.
+_PLAIN_LETTERS = str.maketrans({"Ø": "O", "ø": "o", "Ł": "L", "ł": "l", "Đ": "D", "đ": "d", "Ð": "D", "ð": "d",
+                                "Ħ": "H", "ħ": "h", "ı": "i", "ß": "ss", "ẞ": "SS", "Æ": "AE", "æ": "ae",
+                                "Œ": "OE", "œ": "oe", "Þ": "TH", "þ": "th"})
+
+
+def plain(text: str) -> str:
+    """The text as full-text search indexes a record and reads a query: unaccented, and the letters that are
+    not a plain letter with an accent spelt plainly too (Łódź → Lodz, Øresund → Oresund, Straße → Strasse), so
+    that a word typed with or without its accents finds it written either way."""
+    return unaccent(text).translate(_PLAIN_LETTERS)
 
 
 def normalise(text: str) -> str:

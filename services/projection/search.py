@@ -112,7 +112,7 @@ async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) ->
     if query == EVERYTHING:
         return await _page(connection, search, _EVERYTHING, {**search.filters(), "limit": limit,
                                                              "offset": search.offset})
-    plain = search_text.unaccent(query)  # as the records' texts are indexed
+    plain = search_text.plain(query)  # as the records' texts are indexed
     groups: dict[int, list[str]] = {}
     corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
     for i, word, exact in await connection.execute(text(_SIMILAR_WORDS), {"case_id": search.case_id, "query": plain}):

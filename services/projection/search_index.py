@@ -124,7 +124,7 @@ class SqlSearchIndex:
                 "case_ids": [c for c, _ in chunk], "kinds": [r.kind for _, r in chunk],
                 "ids": [r.record_id for _, r in chunk], "proposals": [r.proposal_id for _, r in chunk],
                 "statuses": [r.status for _, r in chunk], "headlines": [r.headline for _, r in chunk],
-                "bodies": [r.body for _, r in chunk], "plains": [search_text.unaccent(r.body) for _, r in chunk],
+                "bodies": [r.body for _, r in chunk], "plains": [search_text.plain(r.body) for _, r in chunk],
                 "dup_keys": [r.dup_key for _, r in chunk]})
 
     async def drop(self, case_id: str, keys: Sequence[tuple[str, str, str]]) -> None:

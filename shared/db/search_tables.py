@@ -26,7 +26,7 @@ search_records = Table(
     Column("status", Text, nullable=False),  # canonical | pending | retired
     Column("headline", Text, nullable=False),
     Column("body", Text, nullable=False),
-    Column("plain", Text, nullable=False),  # the body without accents (shared/search_text.unaccent), as it is searched
+    Column("plain", Text, nullable=False),  # the body without accents (shared/search_text.plain), as searched
     Column("tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, plain)", persisted=True), nullable=False),
     Column("dup_key", Text),  # a claim's normalised text, a source's normalised URL (shared/search_text.py)
     PrimaryKeyConstraint("case_id", "kind", "record_id", "proposal_id"),

@@ -145,7 +145,7 @@ async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_
 async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_the_snippet_keeps_them(stack):
     """Agents and reviewers mostly type plain ASCII: "Zurich" finds Zürich, "Nestle" Nestlé, a misspelled "Zurihc"
     Zürich by similar spellings; "Zürich" still finds it, ranked as "Zurich" is (no word counted twice)."""
-    text = "Heat pumps in Zürich and São Paulo cut household heating emissions by a third, the utilities report."
+    text = "Heat pumps in Zürich, São Paulo and Łódź cut household heating emissions by a third, utilities report."
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[source_item("s-nestle", publisher="Nestlé S.A.")])
         await agent.accepted("stage_claims", claims=[claim_item("c-heat", ["s-nestle"], text=text)])
@@ -160,7 +160,8 @@ async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_t
         plain, accented = await found("Zurich", ["claim"]), await found("Zürich", ["claim"])
         assert [(i, m) for i, m, _, _ in plain] == [("c-heat", "text")] and accented == plain
         assert "Zürich" in plain[0][3] and "São Paulo" in plain[0][3]
-        assert [(i, m) for i, m, _, _ in await found('"Sao Paulo" heat', ["claim"])] == [("c-heat", "text")]
+        for query in ('"Sao Paulo" heat', "Lodz", "ŁÓDŹ"):
+            assert [(i, m) for i, m, _, _ in await found(query, ["claim"])] == [("c-heat", "text")], query
         assert [(i, m) for i, m, _, _ in await found("Nestle", ["source"])] == [("s-nestle", "text")]
         ((claim_id, match, _, snippet),) = await found("Zurihc heat pumps", ["claim"])
         assert (claim_id, match) == ("c-heat", "fuzzy") and "Zürich" in snippet

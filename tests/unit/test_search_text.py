@@ -1,10 +1,11 @@
-"""What duplicate detection compares (normalised texts and URLs) and the similar-spellings query search builds."""
+"""What duplicate detection compares (normalised texts and URLs), the plain form full-text search indexes and reads,
+and the similar-spellings query search builds."""
 
 from __future__ import annotations
 
 from services.projection.search import fuzzy_query
 from services.staging import duplicates
-from shared.search_text import normalise, normalise_url
+from shared.search_text import normalise, normalise_url, plain
 
 
 def test_restatements_normalise_alike_and_other_claims_do_not():
@@ -22,6 +23,13 @@ def test_urls_normalise_across_scheme_host_case_www_slash_and_fragment():
     assert same == {"example.org/a/b"}
     assert normalise_url("https://example.org/a/b?page=2") != normalise_url("https://example.org/a/b?page=3")
     assert normalise_url("https://example.org/A") != normalise_url("https://example.org/a")  # paths keep case
+
+
+def test_search_reads_text_without_accents_whatever_letters_carry_them_and_leaves_plain_text_as_it_is():
+    assert plain("Zürich, São Paulo, Nestlé, Kraków, Łódź, Øresund, Straße, Æsir, ﬁnance") == \
+        "Zurich, Sao Paulo, Nestle, Krakow, Lodz, Oresund, Strasse, AEsir, finance"
+    ascii_text = "Heat pumps cut emissions by 30% (2024) — the report's \"figures\"."
+    assert plain(ascii_text) == ascii_text
 
 
 def test_the_similar_spellings_query_quotes_every_stem():

@@ -2,7 +2,7 @@
 
 Before, `tsv` was computed from the body as written, so a query typed without accents ("Zurich", "Nestle") did
 not find a record written with them (Zürich, Nestlé). The projection now also writes `plain`, the body as
-`shared/search_text.unaccent` reads it, and `tsv` is computed from that; a query is searched in the same form.
+`shared/search_text.plain` spells it, and `tsv` is computed from that; a query is searched in the same form.
 Existing rows get their `plain` here (computed in Python: the same rules as the projection's, which the
 PostgreSQL unaccent extension does not follow), `tsv` is recomputed, and the case's words are counted again
 from it, as a rebuild of the index would count them. Text without accents is indexed exactly as before.
@@ -31,9 +31,15 @@ GROUP BY case_id, word ORDER BY case_id, word
 """
 
 
-def _unaccent(text: str) -> str:
-    """shared/search_text.unaccent as of this revision (a migration does not change with the code)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+_PLAIN_LETTERS = str.maketrans({"Ø": "O", "ø": "o", "Ł": "L", "ł": "l", "Đ": "D", "đ": "d", "Ð": "D", "ð": "d",
+                                "Ħ": "H", "ħ": "h", "ı": "i", "ß": "ss", "ẞ": "SS", "Æ": "AE", "æ": "ae",
+                                "Œ": "OE", "œ": "oe", "Þ": "TH", "þ": "th"})
+
+
+def _plain(text: str) -> str:
+    """shared/search_text.plain as of this revision (a migration does not change with the code)."""
+    unaccented = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return unaccented.translate(_PLAIN_LETTERS)
 
 
 def _fill_plain() -> None:
@@ -46,7 +52,7 @@ def _fill_plain() -> None:
         connection.execute(sa.text(_SET_PLAIN), {
             "case_ids": [r.case_id for r in chunk], "kinds": [r.kind for r in chunk],
             "ids": [r.record_id for r in chunk], "proposals": [r.proposal_id for r in chunk],
-            "plains": [_unaccent(r.body) for r in chunk]})
+            "plains": [_plain(r.body) for r in chunk]})
 
 
 def _index_text_of(column: str) -> None:
