@@ -60,11 +60,17 @@ _PLAIN_LETTERS = str.maketrans({"Ø": "O", "ø": "o", "Ł": "L", "ł": "l", "Đ"
                                 "Œ": "OE", "œ": "oe", "Þ": "TH", "þ": "th"})
 
 
+# The accents of Latin, Greek and Cyrillic letters; the marks of other scripts (a kana's voicing mark) are letters'
+# own, and Hangul syllables, which decompose into their parts, are composed again.
+_DIACRITICS = re.compile("[\u0300-\u036f]")
+
+
 def plain(text: str) -> str:
-    """The text as full-text search indexes a record and reads a query: unaccented, and the letters that are
-    not a plain letter with an accent spelt plainly too (Łódź → Lodz, Øresund → Oresund, Straße → Strasse), so
-    that a word typed with or without its accents finds it written either way."""
-    return unaccent(text).translate(_PLAIN_LETTERS)
+    """The text as full-text search indexes a record and reads a query: without the accents of its letters, and
+    the letters that are not a plain letter with an accent spelt plainly too (Łódź → Lodz, Øresund → Oresund,
+    Straße → Strasse), so that a word typed with or without its accents finds it written either way."""
+    bare = _DIACRITICS.sub("", unicodedata.normalize("NFKD", text))
+    return unicodedata.normalize("NFC", bare).translate(_PLAIN_LETTERS)
 
 
 def normalise(text: str) -> str:

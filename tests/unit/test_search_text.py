@@ -30,6 +30,7 @@ def test_search_reads_text_without_accents_whatever_letters_carry_them_and_leave
         "Zurich, Sao Paulo, Nestle, Krakow, Lodz, Oresund, Strasse, AEsir, finance"
     ascii_text = "Heat pumps cut emissions by 30% (2024) — the report's \"figures\"."
     assert plain(ascii_text) == ascii_text
+    assert plain("서울의 열펌프, ヒートポンプの導入が進む, Ёлка") == "서울의 열펌프, ヒートポンプの導入が進む, Елка"  # other scripts' own marks stay
 
 
 def test_the_similar_spellings_query_quotes_every_stem():

@@ -8,6 +8,7 @@ PostgreSQL unaccent extension does not follow), `tsv` is recomputed, and the cas
 from it, as a rebuild of the index would count them. Text without accents is indexed exactly as before.
 """
 
+import re
 import unicodedata
 
 import sqlalchemy as sa
@@ -38,8 +39,8 @@ _PLAIN_LETTERS = str.maketrans({"Ø": "O", "ø": "o", "Ł": "L", "ł": "l", "Đ"
 
 def _plain(text: str) -> str:
     """shared/search_text.plain as of this revision (a migration does not change with the code)."""
-    unaccented = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return unaccented.translate(_PLAIN_LETTERS)
+    bare = re.sub("[\u0300-\u036f]", "", unicodedata.normalize("NFKD", text))
+    return unicodedata.normalize("NFC", bare).translate(_PLAIN_LETTERS)
 
 
 def _fill_plain() -> None:
