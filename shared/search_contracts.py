@@ -46,6 +46,7 @@ class CaseSearch(Contract):
     query: SearchQuery
     kinds: Annotated[list[SearchKind], Field(min_length=1, max_length=4)] | None = None
     status: SearchStatus = "canonical"
+    gap: Gap | None = None
     cursor: Cursor | None = None
 
 

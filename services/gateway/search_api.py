@@ -10,7 +10,7 @@ from services.gateway import api_models as m
 from services.gateway.auth import Principal
 from services.gateway.http_api import READERS, CaseId, call, caller
 from shared.errors import InvalidArgument
-from shared.search_contracts import MAX_CURSOR, CaseSearch, SearchKind, SearchQuery, SearchStatus
+from shared.search_contracts import MAX_CURSOR, CaseSearch, Gap, SearchKind, SearchQuery, SearchStatus
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -44,6 +44,8 @@ async def case_search(
     kinds: Annotated[str | None, Query(max_length=80, description="Only these kinds of record, comma-separated: "
                                                                   "source, claim, relation, group.")] = None,
     status: Annotated[SearchStatus, Query(description="canonical (default), pending, retired or any.")] = "canonical",
+    gap: Annotated[Gap | None, Query(description="Only canonical claims with a gap of this type, or any (q=* lists "
+                                                 "them all), each hit naming its gaps.")] = None,
     cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR, description="The page: a nextCursor.")] = None,
     principal: Principal = caller(*READERS),
 ) -> Any:
@@ -51,4 +53,4 @@ async def case_search(
     similar spellings; ten hits a page with `total` and `nextCursor`. Pending items name their proposal."""
     return await call(request, Command.CASE_SEARCH, CaseSearch(
         actor=principal.actor(), case_id=case_id, query=search_query(q), kinds=search_kinds(kinds), status=status,
-        cursor=cursor))
+        gap=gap, cursor=cursor))

@@ -210,4 +210,4 @@ async def search_workspace(request: ToolRequest[SearchWorkspaceArgs], uow: Proje
 
 
 async def case_search(cmd: CaseSearch, uow: ProjectionUnitOfWork) -> dict[str, Any]:
-    return await _answer(uow, cmd.case_id, cmd.query, cmd.kinds, cmd.status, cmd.cursor)
+    return await _answer(uow, cmd.case_id, cmd.query, cmd.kinds, cmd.status, cmd.cursor, cmd.gap)

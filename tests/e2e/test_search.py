@@ -138,6 +138,12 @@ async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_
         citing = [c.claim_id for c in made[CLAIMS_PER_SOURCE:2 * CLAIMS_PER_SOURCE]]
         assert [h["id"] for h in unsupported] == citing
         assert all("claim_unsupported" in h["gaps"] for h in unsupported)
+        async with stack.api("reviewer") as api:  # reviewers list them the same way
+            page = (await api.get(f"/api/v1/cases/{case_id}/search",
+                                  params={"q": "*", "gap": "claim_unsupported"})).json()
+            assert [h["id"] for h in page["hits"]] == citing[:10] and page["total"] == len(citing)
+            refused = await api.get(f"/api/v1/cases/{case_id}/search", params={"q": "*", "gap": "missing_verdict"})
+            assert refused.status_code == 422 and refused.json()["error"]["field"] == "gap", refused.text
         assert (await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "*", "gap": "any",
                                                     "status": "pending"}))["total"] == 0
 
