@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -20,14 +21,22 @@ def alembic_config(url: str) -> Config:
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Bring the schema up to `revision` over the engine's connection, in one transaction."""
+    await _move(engine, command.upgrade, revision)
 
-    def _upgrade(connection) -> None:  # noqa: ANN001
+
+async def downgrade(engine: AsyncEngine, revision: str) -> None:
+    """Take the schema back down to `revision`, in one transaction (what a migration's downgrade is tested by)."""
+    await _move(engine, command.downgrade, revision)
+
+
+async def _move(engine: AsyncEngine, step: Callable[[Config, str], None], revision: str) -> None:
+    def _step(connection) -> None:  # noqa: ANN001
         config = alembic_config(engine.url.render_as_string(hide_password=False))
         config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+        step(config, revision)
 
     async with engine.begin() as connection:
-        await connection.run_sync(_upgrade)
+        await connection.run_sync(_step)
 
 
 def revision(url: str, message: str) -> None:

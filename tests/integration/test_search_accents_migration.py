@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from alembic import command
 from sqlalchemy import text
 
 from services.projection.search_index import IndexRow, SqlSearchIndex
-from shared.db.migrate import alembic_config, upgrade
+from shared.db.migrate import downgrade, upgrade
 from shared.db.session import create_engine
 
 ROWS = [IndexRow("claim", "c-heat", "", "canonical", "Heat pumps in Zürich", "Heat pumps in Zürich cut emissions", None),
@@ -25,16 +24,6 @@ SELECT case_id, word, count(*) FROM search_records, unnest(tsvector_to_array(tsv
 INDEX = "SELECT kind, record_id, proposal_id, headline, body, {plain} tsv::text FROM search_records " \
         "WHERE case_id = :c ORDER BY kind, record_id"
 WORDS = "SELECT word, n FROM search_words WHERE case_id = :c AND n <> 0 ORDER BY word"
-
-
-async def downgrade(engine, revision: str) -> None:  # noqa: ANN001
-    def _downgrade(connection) -> None:  # noqa: ANN001
-        config = alembic_config(engine.url.render_as_string(hide_password=False))
-        config.attributes["connection"] = connection
-        command.downgrade(config, revision)
-
-    async with engine.begin() as connection:
-        await connection.run_sync(_downgrade)
 
 
 async def read(engine, case_id: str, plain: bool = True) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN001
