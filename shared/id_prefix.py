@@ -1,13 +1,14 @@
 """Ids given by their first characters, as the review page and the CLI show them (8 of a UUID's 36).
 
 A prefix covers one range of UUIDs, which an index reads in order; it names a record when exactly one
-id in that range starts with it. No match is `not_found`, several are refused listing the candidates. Pure.
+id in that range starts with it. No match is `not_found`, several are refused listing the candidates. Pure but for
+`resolve`, which reads the range through the caller's own query.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from shared.errors import InvalidArgument, NotFound
 
@@ -50,3 +51,17 @@ def the_one(prefix: str, candidates: Sequence[str], *, what: str, field: str, hi
             f"{prefix!r} is the start of several {what} ids: {shown}{more}", field=field,
             hint="give more of the id's characters, enough to name one")
     return matching[0]
+
+
+IdsBetween = Callable[[str, str, int], Awaitable[Sequence[str]]]  # (low, high, limit) -> the ids between, in order
+
+
+async def resolve(raw: str, ids_between: IdsBetween, *, what: str, field: str, hint: str) -> str | None:
+    """The whole id `raw` names: itself when spelled out, else the one id it is a unique prefix of (refused when
+    it starts none or several); None when no UUID can start with it."""
+    if whole := full_uuid(raw):
+        return whole
+    span = uuid_range(raw)
+    if span is None:
+        return None
+    return the_one(raw, await ids_between(*span, CANDIDATES_SHOWN + 1), what=what, field=field, hint=hint)

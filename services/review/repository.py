@@ -16,7 +16,7 @@ from services.review.ledger_repository import SqlLedger
 from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import SqlQueue
 from services.review.resolutions import SqlResolutions
-from shared.db.queries import dicts, items_with_outcomes, lock_case_exclusive, still_open
+from shared.db.queries import dicts, ids_between, items_with_outcomes, lock_case_exclusive, still_open
 from shared.db.review_tables import review_check_flags
 from shared.db.tables import (
     case_focus,
@@ -171,9 +171,7 @@ class SqlProposals:
         return found
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
-        column = proposals.c.proposal_id
-        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
-        return list((await self.connection.execute(query)).scalars())
+        return await ids_between(self.connection, proposals.c.proposal_id, low, high, limit)
 
     async def get(self, proposal_id: str) -> StoredProposal | None:
         rows = (await self.connection.execute(select(proposals).where(proposals.c.proposal_id == proposal_id))).all()

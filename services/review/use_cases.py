@@ -214,14 +214,11 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork) -> dict[str,
 
 async def _proposal_id(uow: ReviewUnitOfWork, raw: str) -> str:
     """The proposal id `raw` names: itself when whole, else the one id it is a unique prefix of."""
-    if whole := id_prefix.full_uuid(raw):
-        return whole
-    span = id_prefix.uuid_range(raw)
-    if span is None:
+    whole = await id_prefix.resolve(raw, uow.proposals.ids_between, what="proposal", field="proposalId",
+                                    hint=domain.PROPOSALS_HINT)
+    if whole is None:
         raise domain.proposal_not_found(raw)
-    candidates = await uow.proposals.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
-    return id_prefix.the_one(raw, candidates, what="proposal", field="proposalId",
-                             hint=domain.PROPOSALS_HINT)
+    return whole
 
 
 async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from services.thesis_delta.domain import Company, Operation, SourceFile, ThesisClaim, ThesisStep
 from services.thesis_delta.ports import CompanyContexts, ThesisUnitOfWork
 from shared.contracts import Actor, GetCompanyContextArgs, ToolRequest
+from shared.db.queries import ids_between
 from shared.db.session import Database
 from shared.db.tables import companies, delta_operations, source_files, thesis_claim_history, thesis_claims
 from shared.errors import Unavailable
@@ -99,9 +100,7 @@ class SqlCompanies(SqlRepository):
         return Company(*row) if row else None
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
-        column = companies.c.company_id
-        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
-        return list((await self.connection.execute(query)).scalars())
+        return await ids_between(self.connection, companies.c.company_id, low, high, limit)
 
     async def add(self, company: Company, created_by: str) -> bool:
         row = await self.connection.execute(
@@ -216,9 +215,7 @@ class SqlOperations(SqlRepository):
             select(delta_operations).where(delta_operations.c.operation_id == operation_id), lock=lock))
 
     async def ids_between(self, low: str, high: str, limit: int) -> list[str]:
-        column = delta_operations.c.operation_id
-        query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
-        return list((await self.connection.execute(query)).scalars())
+        return await ids_between(self.connection, delta_operations.c.operation_id, low, high, limit)
 
     async def by_key(self, company_id: str, caller: str, key: str) -> Operation | None:
         return _operation(await self.first(select(delta_operations).where(

@@ -46,11 +46,8 @@ def _company_not_found(company_id: str) -> NotFound:
 
 async def _company(uow: ThesisUnitOfWork, company_id: str, *, lock: bool = False) -> Company:
     """The company `company_id` names: whole, or by a unique prefix of its id (the webhook pages show 8)."""
-    whole = id_prefix.full_uuid(company_id)
-    if whole is None and (span := id_prefix.uuid_range(company_id)) is not None:
-        candidates = await uow.companies.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
-        whole = id_prefix.the_one(company_id, candidates, what="company", field="companyId",
-                                  hint=_company_not_found(company_id).hint)
+    whole = await id_prefix.resolve(company_id, uow.companies.ids_between, what="company", field="companyId",
+                                    hint=_company_not_found(company_id).hint)
     company = None if whole is None else await uow.companies.get(whole, lock=lock)
     if company is None:
         raise _company_not_found(company_id)
@@ -62,10 +59,8 @@ DELTAS_HINT = "list a company's deltas with GET /api/v1/companies/{companyId}/de
 
 async def _delta(uow: ThesisUnitOfWork, operation_id: str, *, lock: bool = False) -> Operation:
     """The delta `operation_id` names: whole, or by a unique prefix of its id (the review page shows 8)."""
-    whole = id_prefix.full_uuid(operation_id)
-    if whole is None and (span := id_prefix.uuid_range(operation_id)) is not None:
-        candidates = await uow.operations.ids_between(*span, limit=id_prefix.CANDIDATES_SHOWN + 1)
-        whole = id_prefix.the_one(operation_id, candidates, what="delta", field="operationId", hint=DELTAS_HINT)
+    whole = await id_prefix.resolve(operation_id, uow.operations.ids_between, what="delta", field="operationId",
+                                    hint=DELTAS_HINT)
     operation = None if whole is None else await uow.operations.get(whole, lock=lock)
     if operation is None:
         raise NotFound(f"there is no delta {operation_id}", field="operationId", hint=DELTAS_HINT)

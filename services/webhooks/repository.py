@@ -12,6 +12,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.webhooks.domain import Webhook
+from shared.db.queries import ids_between
 from shared.db.tables import cases, companies
 from shared.db.webhook_tables import (
     webhook_attempts,
@@ -96,9 +97,7 @@ async def webhook_rows(connection: AsyncConnection) -> Sequence[Row]:
 
 async def webhook_ids_between(connection: AsyncConnection, low: str, high: str, limit: int) -> list[str]:
     """The ids from `low` to `high` in order (those a prefix can name), deleted webhooks' too: their logs stay."""
-    column = webhooks.c.webhook_id
-    query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
-    return list((await connection.execute(query)).scalars())
+    return await ids_between(connection, webhooks.c.webhook_id, low, high, limit)
 
 
 async def webhook_row(connection: AsyncConnection, webhook_id: str, *, lock: bool = False) -> Row | None:

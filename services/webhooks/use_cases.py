@@ -9,6 +9,7 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -130,13 +131,11 @@ async def _existing(connection: Any, raw: str) -> Any:
 
 
 async def _webhook_id(connection: Any, raw: str) -> str:
-    if whole := id_prefix.full_uuid(raw):
-        return whole
-    span = id_prefix.uuid_range(raw)
-    if span is None:
+    whole = await id_prefix.resolve(raw, partial(repo.webhook_ids_between, connection), what="webhook",
+                                    field="webhookId", hint=WEBHOOKS_HINT)
+    if whole is None:
         raise NotFound(f"there is no webhook {raw}", field="webhookId", hint=WEBHOOKS_HINT)
-    candidates = await repo.webhook_ids_between(connection, *span, limit=id_prefix.CANDIDATES_SHOWN + 1)
-    return id_prefix.the_one(raw, candidates, what="webhook", field="webhookId", hint=WEBHOOKS_HINT)
+    return whole
 
 
 def _when(value: Any) -> str | None:

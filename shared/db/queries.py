@@ -122,3 +122,11 @@ async def lock_case_exclusive(connection: AsyncConnection, case_id: str) -> None
         text("SELECT pg_advisory_xact_lock(:lock_class, hashtext(:case_id))"),
         {"lock_class": CASE_LOCK_CLASS, "case_id": case_id},
     )
+
+
+async def ids_between(connection: AsyncConnection, column: ColumnElement[Any], low: str, high: str,
+                      limit: int) -> list[str]:
+    """Up to `limit` values of the id `column` from `low` to `high`, in order (the ids a prefix covers: an index
+    range)."""
+    query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+    return [str(value) for value in (await connection.execute(query)).scalars()]
