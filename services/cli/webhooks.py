@@ -43,7 +43,8 @@ def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
 
 def _named(raw: str, ids: list[str], what: str, field: str, listed_by: str) -> str:
     """The id `raw` names: itself when whole, else the one of `ids` it is a unique prefix of (the review
-    page shows 8 characters); a refusal, printed as the others are, when none or several are."""
+    page shows 8 characters); a refusal, printed as the others are, when none or several are. A webhook's own id
+    needs none of this: the webhooks service takes a prefix of it."""
     if whole := id_prefix.full_uuid(raw):
         return whole
     try:
@@ -52,15 +53,6 @@ def _named(raw: str, ids: list[str], what: str, field: str, listed_by: str) -> s
         typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
         typer.echo(f"hint: {error.hint}", err=True)
         raise typer.Exit(1) from None
-
-
-def _webhook_id(data_dir: Path | None, raw: str) -> str:
-    from services.cli.operations import OPERATOR
-
-    if id_prefix.full_uuid(raw):
-        return raw
-    listed = _call(data_dir, Command.LIST_WEBHOOKS, wc.ListWebhooks(actor=OPERATOR))["webhooks"]
-    return _named(raw, [w["webhookId"] for w in listed], "webhook", "webhookId", "threadline webhooks list")
 
 
 def _scope(webhook: dict[str, Any]) -> str:
@@ -99,7 +91,6 @@ def deliveries(
     """A webhook's delivery log: each event's attempts, status, response code, latency and last error."""
     from services.cli.operations import OPERATOR
 
-    webhook_id = _webhook_id(data_dir, webhook_id)
     listed = _call(data_dir, Command.LIST_DELIVERIES,
                    _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id, status=status, limit=limit))
     if as_json:
@@ -123,7 +114,6 @@ def redeliver(
     """Send an event to a webhook again now (a failing webhook resumes, the rest following in order)."""
     from services.cli.operations import OPERATOR
 
-    webhook_id = _webhook_id(data_dir, webhook_id)
     if not id_prefix.full_uuid(event_id):
         log = _call(data_dir, Command.LIST_DELIVERIES, _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id,
                                                                  limit=500))["deliveries"]

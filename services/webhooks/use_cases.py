@@ -126,7 +126,7 @@ async def _existing(connection: Any, raw: str) -> Any:
     """The webhook `raw` names: its whole id, or a unique start of it as the pages show it."""
     row = await repo.webhook_row(connection, await _webhook_id(connection, raw))
     if row is None:
-        raise NotFound(f"there is no webhook {raw}", field="webhookId", hint=WEBHOOKS_HINT)
+        raise NotFound(f"there is no webhook {raw!r}", field="webhookId", hint=WEBHOOKS_HINT)
     return row
 
 
@@ -134,7 +134,7 @@ async def _webhook_id(connection: Any, raw: str) -> str:
     whole = await id_prefix.resolve(raw, partial(repo.webhook_ids_between, connection), what="webhook",
                                     field="webhookId", hint=WEBHOOKS_HINT)
     if whole is None:
-        raise NotFound(f"there is no webhook {raw}", field="webhookId", hint=WEBHOOKS_HINT)
+        raise NotFound(f"there is no webhook {raw!r}", field="webhookId", hint=WEBHOOKS_HINT)
     return whole
 
 
