@@ -42,17 +42,10 @@ async def test_an_agent_reaches_every_canonical_claim_of_a_case_of_3000_by_pagin
     made = claims(3000, seed=11, prefix="c")
     await fill_case(stack.db, case_id, made)
     async with agent_on(stack, case_id) as agent:
-        seen: list[str] = []
-        cursor = None
-        while True:
-            page = await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "*", "kinds": ["claim"],
-                                                       **({"cursor": cursor} if cursor else {})})
-            assert page["total"] == 3000 and len(page["hits"]) <= 10
-            assert all(h["kind"] == "claim" and h["status"] == "canonical" and h["match"] == "all" for h in page["hits"])
-            seen += [h["id"] for h in page["hits"]]
-            cursor = page.get("nextCursor")
-            if cursor is None:
-                break
+        hits = await _every_page(agent, {"expectedCaseId": case_id, "query": "*", "kinds": ["claim"]})
+        assert len(hits) == 3000
+        assert all(h["kind"] == "claim" and h["status"] == "canonical" and h["match"] == "all" for h in hits)
+        seen = [h["id"] for h in hits]
         assert sorted(seen) == sorted(c.claim_id for c in made) and len(seen) == len(set(seen))
 
         # By four of its words, a claim is first; by a misspelled form, found among the first three.
