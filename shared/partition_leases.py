@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import asyncpg
 from prometheus_client import Gauge
 
-from shared.db.session import asyncpg_dsn
+from shared.db.session import asyncpg_dsn, connect
 from shared.logging import get_logger
 from shared.settings import Settings
 
@@ -156,6 +156,6 @@ async def session(settings: Settings, application_name: str, *, idle_seconds: fl
     idle = {"idle_session_timeout": str(int(idle_seconds * 1000))}
     dsn = asyncpg_dsn(settings.resolved_relay_database_url())
     try:
-        return await asyncpg.connect(dsn, server_settings={**keepalives, **idle})
+        return await connect(dsn, server_settings={**keepalives, **idle})
     except asyncpg.UndefinedObjectError:  # PostgreSQL before 14 has no idle_session_timeout
-        return await asyncpg.connect(dsn, server_settings=keepalives)
+        return await connect(dsn, server_settings=keepalives)
