@@ -1,7 +1,10 @@
 """Search a case: an exact or prefix id first, then full-text matches (English stemming), then similar spellings.
 
-Reads the projection's search index (shared/db/search_tables.py) and, for the gap filter, its unresolved view,
-never the ledger; the query `*` lists every record the filters keep, by id. Full text is
+Finds the hits in the projection's search index (shared/db/search_tables.py) and, for the gap filter, its unresolved
+view, never by scanning the ledger; then reads, by key and for the page's hits only, the case's revision and the
+grounding of its claims from the ledger's `cases`, `claim_sources` and `sources` (shared/grounding.py) and the
+sources a pending claim cites from staging's `proposals` and `proposal_items`. The query `*` lists every record the
+filters keep, by id. Full text is
 PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`, `or`, stray `'&|!:*()`) without a
 parser error. Records are indexed and queries searched without accents, so that a word typed either way finds
 it written either way ("Zurich" finds Zürich, "héat" heat) while snippets keep the record's own text; similar
