@@ -8,6 +8,8 @@ from pydantic import Field, StringConstraints
 
 from shared import contracts as c
 from shared.contract_base import Actor, Contract, Slug, Storable
+from shared.gaps import ANY as ANY_GAP
+from shared.gaps import GAP_TYPES
 from shared.subjects import Command
 
 QUERY_CHARS = 200
@@ -15,9 +17,8 @@ PAGE = 10  # hits a page
 MAX_CURSOR = 100_000
 SearchKind = Literal["source", "claim", "relation", "group"]
 SearchStatus = Literal["canonical", "pending", "retired", "any"]
-# The gaps a claim can have (the unresolved section's item types, services/projection/domain.py and health.py), or any.
-Gap = Literal["any", "claim_unsupported", "verdict_weakened", "claim_disputed", "claim_unknown", "claim_contradicted",
-              "contradicted_by_relation", "no_primary_source"]
+# The gaps a claim can have (shared/gaps.py, the unresolved section's item types), or any.
+Gap = Literal[(ANY_GAP, *GAP_TYPES)]  # type: ignore[valid-type]
 EVERYTHING = "*"  # the query that lists every record the filters keep, by id
 # Storable: PostgreSQL cannot take a NUL in a parameter, so the query refuses it wherever it comes from.
 SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_CHARS), Storable]

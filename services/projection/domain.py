@@ -18,12 +18,13 @@ from services.projection.snapshot import (  # noqa: F401
     merge_units,
     named_list,
 )
+from shared import gaps
 from shared.ledger import VERDICT
 
 SECTIONS = ("summary", "claims", "sources", "proposals", "unresolved", "guidance")
 PAGE_SIZE = 12
 MAX_CURSOR = 96
-UNRESOLVED_CONFIDENCE = ("disputed", "unknown", "contradicted")
+UNRESOLVED_CONFIDENCE = tuple(gaps.CONFIDENCE_GAPS)
 STRONG_SOURCE_TYPES = ("primary", "official")
 CLAIMS_CAP = 40
 SOURCES_CAP = 40
@@ -62,7 +63,7 @@ def claim_open_items(claim: ClaimView, contradicted_by: Sequence[str], *, strong
     if claim.confidence in UNRESOLVED_CONFIDENCE:
         items.append(
             {
-                "type": f"claim_{claim.confidence}",
+                "type": gaps.CONFIDENCE_GAPS[claim.confidence],
                 "claimId": claim.claim_id,
                 "detail": f"confidence is {claim.confidence}",
                 "action": "find stronger evidence and stage it, or relate this claim to one that settles it",
@@ -71,7 +72,7 @@ def claim_open_items(claim: ClaimView, contradicted_by: Sequence[str], *, strong
     if contradicted_by:
         items.append(
             {
-                "type": "contradicted_by_relation",
+                "type": gaps.CONTRADICTED_BY_RELATION,
                 "claimId": claim.claim_id,
                 "detail": "contradicted by " + named_list(sorted(contradicted_by)),
                 "action": "weigh the contradicting claims' evidence; stage a qualifying relation or a verdict",
@@ -80,7 +81,7 @@ def claim_open_items(claim: ClaimView, contradicted_by: Sequence[str], *, strong
     if not claim.is_verdict and not strong:
         items.append(
             {
-                "type": "no_primary_source",
+                "type": gaps.NO_PRIMARY_SOURCE,
                 "claimId": claim.claim_id,
                 "detail": "no primary or official source grounds this claim",
                 "action": "find a primary or official record and stage it with stage_sources",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.projection.snapshot import LedgerSnapshot, independent_units, named_list
-from shared import health
+from shared import gaps, health
 
 NAMED_CAP = 10  # ids a summary names; the total says how many there are
 
@@ -64,7 +64,7 @@ def open_items(claim_id: str, is_verdict: bool, rating: tuple[str, list[dict[str
     health_now, lost = rating or (health.SUPPORTED, [])
     if is_verdict and health_now == health.WEAKENED:
         return [{
-            "type": "verdict_weakened",
+            "type": gaps.VERDICT_WEAKENED,
             "claimId": claim_id,
             "detail": "a basis of the verdict lost its support: "
                       + named_list([f"{x['record']} {x['id']}" for x in lost]),
@@ -72,7 +72,7 @@ def open_items(claim_id: str, is_verdict: bool, rating: tuple[str, list[dict[str
         }]
     if not is_verdict and health_now == health.UNSUPPORTED:
         return [{
-            "type": "claim_unsupported",
+            "type": gaps.CLAIM_UNSUPPORTED,
             "claimId": claim_id,
             "detail": "every source it cites is retired: " + named_list([x["id"] for x in lost]),
             "action": "find an active source for it and stage a claim that cites it, or let a reviewer retire it",
