@@ -170,8 +170,21 @@ async def _cited_by_pending(connection: AsyncConnection, hits: list[dict[str, An
     return cited
 
 
+def checked_gap(gap: str | None, kinds: tuple[str, ...], status: str) -> None:
+    """A gap is a canonical claim's: refused with a status or kinds that leave no canonical claim to keep."""
+    if gap is None:
+        return
+    if status not in ("canonical", "any"):
+        raise InvalidArgument(f"gap: only canonical claims have gaps, and status {status!r} keeps none", field="gap",
+                              hint="leave status out (canonical) or give status any, or leave gap out")
+    if "claim" not in kinds:
+        raise InvalidArgument(f"gap: only claims have gaps, and kinds ({', '.join(kinds)}) keep none", field="gap",
+                              hint="add claim to kinds, or leave gap out")
+
+
 async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: list[str] | None, status: str,
                   cursor: int | None, gap: str | None = None) -> dict[str, Any]:
+    checked_gap(gap, tuple(kinds or KINDS), status)
     search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE, gap=gap)
     async with uow.read():
         connection = uow.search.connection

@@ -59,7 +59,10 @@ async def test_bad_search_input_is_refused_naming_the_field_or_answered_with_a_c
             assert error["code"] == "invalid_argument" and error["field"] == "query", error
         for extra, field in (({"kinds": ["claims"]}, "kinds"), ({"kinds": []}, "kinds"), ({"status": "all"}, "status"),
                              ({"cursor": 0}, "cursor"), ({"cursor": 10**9}, "cursor"), ({"cursor": "2"}, "cursor"),
-                             ({"gap": "missing_verdict"}, "gap"), ({"gap": ["any"]}, "gap")):
+                             ({"gap": "missing_verdict"}, "gap"), ({"gap": ["any"]}, "gap"),
+                             # only canonical claims have gaps: a gap with a filter that keeps none is refused
+                             ({"gap": "any", "status": "pending"}, "gap"), ({"gap": "any", "status": "retired"}, "gap"),
+                             ({"gap": "no_primary_source", "kinds": ["source", "relation"]}, "gap")):
             error = await agent.refused("search_workspace", {**case, "query": "claim", **extra})
             assert error["field"].startswith(field), (extra, error)
         everything = await agent.ok("search_workspace", {**case, "query": "holds"})
@@ -85,7 +88,9 @@ async def test_bad_search_input_is_refused_naming_the_field_or_answered_with_a_c
             for params, field in (({"q": ""}, "q"), ({"q": "  "}, "q"), ({"q": "x" * 10_240}, "q"),
                                   ({"q": "a", "kinds": "claim,nope"}, "kinds"), ({"q": "a", "status": "all"}, "status"),
                                   ({"q": "a", "cursor": "0"}, "cursor"), ({}, "q"), ({"q": "heat\x00pump"}, "q"),
-                                  ({"q": "\x00"}, "q")):
+                                  ({"q": "\x00"}, "q"), ({"q": "*", "gap": "any", "status": "pending"}, "gap"),
+                                  ({"q": "*", "gap": "any", "status": "retired"}, "gap"),
+                                  ({"q": "*", "gap": "any", "kinds": "source,group"}, "gap")):
                 refused = await api.get(url, params=params)
                 assert refused.status_code in (400, 422), (params, refused.text)
                 assert refused.json()["error"]["field"] == field, (params, refused.text)
