@@ -22,7 +22,10 @@ Gap = Literal[(ANY_GAP, *GAP_TYPES)]  # type: ignore[valid-type]
 EVERYTHING = "*"  # the query that lists every record the filters keep, by id
 # Storable: PostgreSQL cannot take a NUL in a parameter, so the query refuses it wherever it comes from.
 SearchQuery = Annotated[str, StringConstraints(min_length=1, max_length=QUERY_CHARS), Storable]
-Cursor = Annotated[int, Field(ge=1, le=MAX_CURSOR)]
+LISTING_CURSOR_CHARS = 400
+# A ranked search's page number, or the opaque position a `*` listing gave (services/projection/search.py).
+Cursor = (Annotated[int, Field(ge=1, le=MAX_CURSOR)]
+          | Annotated[str, StringConstraints(min_length=1, max_length=LISTING_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$")])
 
 
 class SearchWorkspaceArgs(Contract):

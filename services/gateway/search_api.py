@@ -10,7 +10,15 @@ from services.gateway import api_models as m
 from services.gateway.auth import Principal
 from services.gateway.http_api import READERS, CaseId, call, caller
 from shared.errors import InvalidArgument
-from shared.search_contracts import MAX_CURSOR, CaseSearch, Gap, SearchKind, SearchQuery, SearchStatus
+from shared.search_contracts import (
+    LISTING_CURSOR_CHARS,
+    MAX_CURSOR,
+    CaseSearch,
+    Gap,
+    SearchKind,
+    SearchQuery,
+    SearchStatus,
+)
 from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
@@ -27,6 +35,18 @@ def search_kinds(kinds: str | None) -> list[str] | None:
         raise InvalidArgument(f"kinds: {unknown[0][:40]!r} is no kind of record (one of {', '.join(KINDS)})",
                               field="kinds", hint=f"give kinds as a comma-separated list of {', '.join(KINDS)}")
     return named
+
+
+def search_cursor(cursor: str | None) -> int | str | None:
+    """`cursor=`: a search's page number (1 the first), or the position a `*` listing gave, else a refusal naming it."""
+    if cursor is None:
+        return None
+    if cursor.isdigit():
+        if not 1 <= int(cursor) <= MAX_CURSOR:
+            raise InvalidArgument(f"cursor: page {cursor[:12]} is not one (1 to {MAX_CURSOR})", field="cursor",
+                                  hint="page on with the nextCursor of the previous page, or leave cursor out")
+        return int(cursor)
+    return cursor
 
 
 def search_query(q: str) -> str:
@@ -46,11 +66,12 @@ async def case_search(
     status: Annotated[SearchStatus, Query(description="canonical (default), pending, retired or any.")] = "canonical",
     gap: Annotated[Gap | None, Query(description="Only canonical claims with a gap of this type, or any (q=* lists "
                                                  "them all), each hit naming its gaps.")] = None,
-    cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR, description="The page: a nextCursor.")] = None,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=LISTING_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$",
+                                        description="The page: a nextCursor, as it was given.")] = None,
     principal: Principal = caller(*READERS),
 ) -> Any:
     """Search the case: an exact or prefix id first, then records holding every word (English stemming), then
     similar spellings; ten hits a page with `total` and `nextCursor`. Pending items name their proposal."""
     return await call(request, Command.CASE_SEARCH, CaseSearch(
         actor=principal.actor(), case_id=case_id, query=search_query(q), kinds=search_kinds(kinds), status=status,
-        gap=gap, cursor=cursor))
+        gap=gap, cursor=search_cursor(cursor)))

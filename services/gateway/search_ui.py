@@ -9,11 +9,11 @@ from fastapi.responses import Response
 
 from services.gateway.auth import Principal
 from services.gateway.http_api import CaseId
-from services.gateway.search_api import search_kinds
+from services.gateway.search_api import search_cursor, search_kinds
 from services.gateway.ui import Reviewer, call, failure, render
 from shared.contract_base import Storable
 from shared.errors import ThreadlineError
-from shared.search_contracts import MAX_CURSOR, QUERY_CHARS, CaseSearch, SearchStatus
+from shared.search_contracts import LISTING_CURSOR_CHARS, QUERY_CHARS, CaseSearch, SearchStatus
 from shared.subjects import Command
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -26,16 +26,18 @@ async def search_page(
     q: Annotated[str, Query(max_length=QUERY_CHARS), Storable] = "",  # blank opens the empty search form
     kinds: Annotated[str | None, Query(max_length=80)] = None,
     status: SearchStatus = "canonical",
-    cursor: Annotated[int | None, Query(ge=1, le=MAX_CURSOR)] = None,
+    cursor: Annotated[str | None, Query(max_length=LISTING_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$")] = None,
     principal: Principal = Reviewer,
 ) -> Response:
-    found = None
+    found, at = None, None
     if q.strip():
         try:
+            at = search_cursor(cursor)
             found = await call(request, Command.CASE_SEARCH, CaseSearch(
                 actor=principal.actor(), case_id=case_id, query=q, kinds=search_kinds(kinds), status=status,
-                cursor=cursor))
+                cursor=at))
         except ThreadlineError as error:
             return failure(request, error)
+    # The page number of a search; a `*` listing's later pages are positions, reached on from its first page.
     return render(request, "search.html", case_id=case_id, q=q, kinds=kinds or "", in_status=status, found=found,
-                  cursor=cursor or 1)
+                  page=None if isinstance(at, str) else at or 1)

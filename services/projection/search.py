@@ -14,8 +14,13 @@ matches when it holds one of them for every word. Ranked, ten hits a page.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
@@ -66,14 +71,29 @@ SELECT kind, record_id, proposal_id, status, headline, tier, score, count(*) OVE
 FROM best ORDER BY tier, score DESC, kind, record_id, proposal_id
 LIMIT :limit OFFSET :offset
 """
-# `*`: every record the filters keep, by id (then kind, then proposal), for an agent to list them all.
+# `*`: every record the filters keep, by id (then kind, then proposal), for an agent to list them all. Paged by
+# keyset from the last hit of the page before (the cursor), so that a page reads a page's rows however far on it is,
+# and counted once, on the first page (the cursor carries the count on).
 _EVERYTHING = f"""
-SELECT kind, record_id, proposal_id, status, headline, 3 AS tier, 1.0 AS score, count(*) OVER () AS total
+SELECT kind, record_id, proposal_id, status, headline, 3 AS tier, 1.0 AS score
 FROM search_records WHERE {_FILTER}
 ORDER BY record_id, kind, proposal_id
-LIMIT :limit OFFSET :offset
+LIMIT :limit
 """
+_EVERYTHING_AFTER = _EVERYTHING.replace("\nORDER BY", """
+  AND record_id >= :after_id AND (record_id, kind, proposal_id) > (:after_id, :after_kind, :after_proposal)
+ORDER BY""")
+_COUNT_EVERYTHING = f"SELECT count(*) FROM search_records WHERE {_FILTER}"
 MATCH = ("id", "text", "fuzzy", "all")
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a `*` listing stopped: its last hit's key, how many hits it has listed, how many it counted at first."""
+
+    key: tuple[str, str, str]  # record id, kind, proposal id
+    seen: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -82,12 +102,62 @@ class Search:
     query: str
     kinds: tuple[str, ...] = KINDS
     status: str = "canonical"
-    offset: int = 0
+    offset: int = 0  # a ranked search's hits before the page
     gap: str | None = None
+    after: Position | None = None  # a `*` listing's page starts after it
 
     def filters(self) -> dict[str, Any]:
         return {"case_id": self.case_id, "kinds": list(self.kinds), "statuses": list(STATUSES[self.status]),
                 "gap": self.gap}
+
+    def fingerprint(self) -> str:
+        """What a listing's cursor is bound to: the case and the filters (a cursor of another listing is refused)."""
+        asked = [self.case_id, sorted(self.kinds), self.status, self.gap]
+        return hashlib.sha256(json.dumps(asked).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Page:
+    hits: list[dict[str, Any]]
+    total: int
+    more: bool  # another page follows
+    after: Position | None = None  # a `*` listing's next page starts after it
+
+
+def encode_position(position: Position, fingerprint: str) -> str:
+    raw = json.dumps([*position.key, position.seen, position.total, fingerprint], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_position(cursor: str, fingerprint: str) -> Position:
+    try:
+        record_id, kind, proposal_id, seen, total, bound = json.loads(
+            base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not all(isinstance(v, str) for v in (record_id, kind, proposal_id, bound)) or not all(
+                isinstance(n, int) and n >= 0 for n in (seen, total)):
+            raise ValueError(cursor)
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+        raise InvalidArgument("cursor: it is not one this search gave", field="cursor",
+                              hint="page on with the nextCursor of the previous page, or leave cursor out") from error
+    if bound != fingerprint:
+        raise InvalidArgument("cursor: it belongs to a listing of another case or with other filters", field="cursor",
+                              hint="keep kinds, status and gap as they were, or start again without cursor")
+    return Position((record_id, kind, proposal_id), seen, total)
+
+
+def paged(search: Search, cursor: int | str | None) -> Search:
+    """The search at the page its cursor names: a ranked search's page number, a `*` listing's position."""
+    if checked_query(search.query) == EVERYTHING:
+        if isinstance(cursor, int):
+            raise InvalidArgument("cursor: a * listing pages by the nextCursor it gave, not by a page number",
+                                  field="cursor", hint="page on with the nextCursor of the previous page, or leave "
+                                                       "cursor out for the first page")
+        return replace(search, after=decode_position(cursor, search.fingerprint()) if cursor else None)
+    if isinstance(cursor, str):
+        raise InvalidArgument("cursor: a search of words or ids pages by number (the nextCursor it gave), and this "
+                              "cursor is a * listing's", field="cursor",
+                              hint="page on with the nextCursor of the previous page, or leave cursor out")
+    return replace(search, offset=((cursor or 1) - 1) * PAGE)
 
 
 def _lexeme(word: str) -> str:
@@ -109,12 +179,11 @@ def checked_query(query: str) -> str:
     return stripped
 
 
-async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) -> tuple[list[dict[str, Any]], int]:
-    """One page of hits, and how many there are in all."""
+async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) -> Page:
+    """One page of hits, how many there are in all, and whether another page follows."""
     query = checked_query(search.query)
     if query == EVERYTHING:
-        return await _page(connection, search, _EVERYTHING, {**search.filters(), "limit": limit,
-                                                             "offset": search.offset})
+        return await _listing(connection, search, limit)
     plain = search_text.plain(query)  # as the records' texts are indexed
     groups: dict[int, list[str]] = {}
     corrected = False  # a word the case does not hold, replaced by those spelled like it (or left out)
@@ -130,14 +199,36 @@ async def run(connection: AsyncConnection, search: Search, limit: int = PAGE) ->
         "id_prefix": identifier + "%", "limit": limit, "offset": search.offset})
 
 
-async def _page(connection: AsyncConnection, search: Search, sql: str,
-                params: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    rows = (await connection.execute(text(sql), params)).all()
-    hits = [{"kind": r.kind, "id": r.record_id, "status": r.status, "score": round(float(r.score), 4),
+def _hits(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"kind": r.kind, "id": r.record_id, "status": r.status, "score": round(float(r.score), 4),
              "match": MATCH[r.tier], "snippet": r.headline,
              **({"proposalId": r.proposal_id} if r.proposal_id else {})} for r in rows]
+
+
+async def _listing(connection: AsyncConnection, search: Search, limit: int) -> Page:
+    """A page of `*`: the records after the cursor's, one more read to tell whether another page follows."""
+    after, params = search.after, {**search.filters(), "limit": limit + 1}
+    if after:
+        params.update(after_id=after.key[0], after_kind=after.key[1], after_proposal=after.key[2])
+    rows = (await connection.execute(text(_EVERYTHING_AFTER if after else _EVERYTHING), params)).all()
+    more, rows = len(rows) > limit, rows[:limit]
+    seen = after.seen if after else 0
+    if after:  # counted on the first page; at least what the listing has shown, if records came since
+        total = max(after.total, seen + len(rows))
+    elif more:
+        total = int((await connection.execute(text(_COUNT_EVERYTHING), search.filters())).scalar_one())
+    else:
+        total = len(rows)
+    last = rows[-1] if rows else None
+    position = Position((last.record_id, last.kind, last.proposal_id), seen + len(rows), total) if more and last \
+        else None
+    return Page(_hits(rows), total, position is not None, position)
+
+
+async def _page(connection: AsyncConnection, search: Search, sql: str, params: dict[str, Any]) -> Page:
+    rows = (await connection.execute(text(sql), params)).all()
     total = rows[0].total if rows else await _count(connection, search, sql, params)
-    return hits, total
+    return Page(_hits(rows), total, search.offset + len(rows) < total)
 
 
 async def _count(connection: AsyncConnection, search: Search, sql: str, params: dict[str, Any]) -> int:
@@ -183,16 +274,17 @@ def checked_gap(gap: str | None, kinds: tuple[str, ...], status: str) -> None:
 
 
 async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: list[str] | None, status: str,
-                  cursor: int | None, gap: str | None = None) -> dict[str, Any]:
+                  cursor: int | str | None, gap: str | None = None) -> dict[str, Any]:
     checked_gap(gap, tuple(kinds or KINDS), status)
-    search = Search(case_id, query, tuple(kinds or KINDS), status, offset=((cursor or 1) - 1) * PAGE, gap=gap)
+    search = paged(Search(case_id, query, tuple(kinds or KINDS), status, gap=gap), cursor)
     async with uow.read():
         connection = uow.search.connection
         revision = (await connection.execute(text("SELECT revision FROM cases WHERE case_id = :c"),
                                              {"c": case_id})).scalar_one_or_none()
         if revision is None:
             raise NotFound(f"there is no case {case_id!r}", field="caseId", hint="list cases first")
-        hits, total = await run(connection, search)
+        found = await run(connection, search)
+        hits, total = found.hits, found.total
         # Every claim a read returns carries its grounding (shared/grounding.py): the ledger's claims (canonical or
         # retired) from their sources, a pending claim from the sources its item cites.
         claims = [h["id"] for h in hits if h["kind"] == "claim" and not h.get("proposalId")]
@@ -207,11 +299,13 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
         else:
             hit.update(grounded.get(hit["id"], {}))
             hit.update({"gaps": gaps[hit["id"]]} if hit["id"] in gaps else {})
-    page = (cursor or 1)
+    page = cursor if isinstance(cursor, int) else 1
     answer: dict[str, Any] = {"caseId": case_id, "workspaceRevision": revision, "query": search.query,
                               "kinds": list(search.kinds), "status": status, **({"gap": gap} if gap else {}),
                               "hits": hits, "total": total}
-    if search.offset + len(hits) < total and page < MAX_CURSOR:
+    if found.after:
+        answer["nextCursor"] = encode_position(found.after, search.fingerprint())
+    elif found.more and page < MAX_CURSOR:
         answer["nextCursor"] = page + 1
     if not hits:
         answer["hint"] = ("no record matches: try fewer or other words, an id, or status=any"

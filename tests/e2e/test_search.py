@@ -101,6 +101,44 @@ async def test_star_lists_every_record_by_id_whatever_the_ids_look_like(stack):
         assert (await agent.ok("search_workspace", {"expectedCaseId": case_id, "query": "c-* zzz"}))["total"] == 0
 
 
+async def test_a_star_listing_pages_on_from_its_last_hit_and_its_cursor_keeps_to_its_filters(stack):
+    """`*` pages from the last hit a page showed (keyset), so claims accepted mid-way with ids that sort before it
+    neither repeat a hit nor hide one, and its total is the one counted at its start; its cursor is refused with
+    other filters, by a search of words, and a page number is no cursor of it."""
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1, claims=12)
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        listing = {"expectedCaseId": agent.case_id, "query": "*", "kinds": ["claim"]}
+        first = await agent.ok("search_workspace", listing)
+        assert first["total"] == 12 and len(first["hits"]) == 10 and isinstance(first["nextCursor"], str)
+        await agent.accepted("stage_claims", claims=[claim_item(f"a{i}-early", made["sources"]) for i in range(3)])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        second = await agent.ok("search_workspace", {**listing, "cursor": first["nextCursor"]})
+        assert [h["id"] for h in first["hits"] + second["hits"]] == sorted(made["claims"])
+        assert second["total"] == 12 and "nextCursor" not in second
+        for other in ({"kinds": ["claim", "source"]}, {"status": "any"}, {"gap": "any"}, {"query": "holds"},
+                      {"expectedCaseId": agent.case_id, "kinds": ["source"]}):
+            refused = await agent.refused("search_workspace", {**listing, **other, "cursor": first["nextCursor"]})
+            assert refused["code"] == "invalid_argument" and refused["field"] == "cursor", (other, refused)
+        for forged in (2, "bm90LWEtY3Vyc29y", first["nextCursor"][:-4]):
+            refused = await agent.refused("search_workspace", {**listing, "cursor": forged})
+            assert refused["field"] == "cursor", (forged, refused)
+
+        async with stack.api("reviewer") as api:  # reviewers page the same way; a new listing counts again
+            url = f"/api/v1/cases/{agent.case_id}/search"
+            one = (await api.get(url, params={"q": "*", "kinds": "claim"})).json()
+            two = (await api.get(url, params={"q": "*", "kinds": "claim", "cursor": one["nextCursor"]})).json()
+            assert [h["id"] for h in one["hits"] + two["hits"]] == sorted([*made["claims"], "a0-early", "a1-early",
+                                                                           "a2-early"])
+            assert one["total"] == two["total"] == 15 and "nextCursor" not in two
+            refused = await api.get(url, params={"q": "*", "kinds": "claim,source", "cursor": one["nextCursor"]})
+            assert refused.status_code == 422 and refused.json()["error"]["field"] == "cursor", refused.text
+            ranked = (await api.get(url, params={"q": "holds", "kinds": "claim", "cursor": "2"})).json()
+            assert len(ranked["hits"]) == 5 and ranked["total"] == 15 and "nextCursor" not in ranked
+
+
 async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_retirement(stack):
     case_id = unique("gaps")
     made = claims(400, seed=7, prefix="c")  # one source in three is reporting: 150 claims lack a primary source

@@ -69,7 +69,7 @@ def _probes(made: list[corpus.Claim], samples: int, rng: random.Random) -> list[
 async def _timed(connection: Any, case_id: str, kind: str, query: str) -> tuple[float, list[str]]:
     search = Search(case_id, query, ("claim",), "any") if kind == "filtered" else Search(case_id, query)
     start = time.perf_counter()
-    hits, _ = await run(connection, search)
+    hits = (await run(connection, search)).hits
     return (time.perf_counter() - start) * 1000, [h["id"] for h in hits]
 
 
