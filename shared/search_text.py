@@ -49,11 +49,6 @@ def _number(match: re.Match[str]) -> str:
     return digits.lstrip("0") or "0"
 
 
-def unaccent(text: str) -> str:
-    """The text with its letters' accents dropped (é → e, Ô → O) and compatibility forms spelt plainly (ﬁ → fi)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
 # Letters Unicode does not decompose into a plain letter and an accent, spelt as typed on a plain keyboard.
 _PLAIN_LETTERS = str.maketrans({"Ø": "O", "ø": "o", "Ł": "L", "ł": "l", "Đ": "D", "đ": "d", "Ð": "D", "ð": "d",
                                 "Ħ": "H", "ħ": "h", "ı": "i", "ß": "ss", "ẞ": "SS", "Æ": "AE", "æ": "ae",
@@ -74,9 +69,10 @@ def plain(text: str) -> str:
 
 
 def normalise(text: str) -> str:
-    """A claim's text as duplicates are compared: lowercase, unaccented, numbers in one form (no thousands
-    separators, no trailing decimal zeros, `%` as `percent`), punctuation stripped, spaces collapsed."""
-    text = unaccent(text).lower().replace("%", " percent ")
+    """A claim's text as duplicates are compared: lowercase, without accents as search reads it (`plain`: Łódź as
+    Lodz, but が is not か), numbers in one form (no thousands separators, no trailing decimal zeros, `%` as
+    `percent`), punctuation stripped, spaces collapsed."""
+    text = plain(text).lower().replace("%", " percent ")
     text = _NUMBER.sub(_number, text)
     text = _PUNCT.sub(" ", text.replace("_", " "))
     return _SPACE.sub(" ", text).strip()

@@ -330,6 +330,22 @@ async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack
         assert statuses == {"c-original": "canonical", "c-restated": "rejected"}
 
 
+async def test_a_claim_restated_without_its_accents_is_flagged_as_the_same_and_a_voiced_kana_is_another_word(stack):
+    """Duplicates read accents as search does: "Lodz" restates "Łódź" exactly, and カス is not ガス."""
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1)
+        heat = "Heat pumps in {} cut household heating emissions by a third in 2024."
+        await agent.accepted("stage_claims", claims=[claim_item("c-lodz", made["sources"], text=heat.format("Łódź")),
+                                                     claim_item("c-gas", made["sources"], text="ガス")])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        staged = await agent.stage("stage_claims", claims=[
+            claim_item("c-lodz-again", made["sources"], text=heat.format("Lodz")),
+            claim_item("c-kasu", made["sources"], text="カス")])
+        assert [(f["itemId"], f["of"]["id"], f["similarity"]) for f in staged["possibleDuplicates"]] == [
+            ("c-lodz-again", "c-lodz", 1.0)]
+
+
 async def test_a_claim_id_pending_in_two_proposals_is_flagged_once_and_staging_stores(stack):
     """An agent that stages one claim id twice (say, after a stale answer) leaves it pending in two proposals;
     a later restatement names it once, and is stored (it once failed the write's primary key)."""

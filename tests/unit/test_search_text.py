@@ -17,6 +17,15 @@ def test_restatements_normalise_alike_and_other_claims_do_not():
     assert normalise("Acme Corp shipped 1,300 turbines") != normalise("Acme Corp shipped 1,200 turbines")
 
 
+def test_duplicates_drop_accents_as_search_does():
+    """One rule for both: Łódź restates Lodz (a letter without a decomposition spelt plainly), and a kana keeps its
+    voicing mark (ガス is not カス), as `plain` reads them."""
+    assert normalise("Heat pumps in Łódź, Øresund and Straße") == normalise("heat pumps in Lodz, Oresund and Strasse")
+    assert normalise("Łódź") == "lodz" == normalise("Lodz")
+    assert normalise("が") != normalise("か") and normalise("ガス") != normalise("カス")
+    assert normalise("서울의 열펌프") == "서울의 열펌프"
+
+
 def test_urls_normalise_across_scheme_host_case_www_slash_and_fragment():
     same = {normalise_url(u) for u in ("https://www.Example.org/a/b/", "http://example.org/a/b#top",
                                        "HTTPS://EXAMPLE.ORG:443/a/b")}
