@@ -4,9 +4,12 @@ proposal item, and bad input answered by a refusal naming the field or a correct
 
 from __future__ import annotations
 
+import html
+import re
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 from sqlalchemy import select
 
 from services.cli.bench.search_corpus import claims
@@ -23,6 +26,7 @@ from tests.factories import (
     relation_item,
     seed,
     source_item,
+    ui_sign_in,
     unique,
 )
 
@@ -137,6 +141,16 @@ async def test_a_star_listing_pages_on_from_its_last_hit_and_its_cursor_keeps_to
             assert refused.status_code == 422 and refused.json()["error"]["field"] == "cursor", refused.text
             ranked = (await api.get(url, params={"q": "holds", "kinds": "claim", "cursor": "2"})).json()
             assert len(ranked["hits"]) == 5 and ranked["total"] == 15 and "nextCursor" not in ranked
+
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as browser:  # the case page's search
+            assert (await ui_sign_in(browser, stack.tokens["reviewer"])).status_code == 303
+            shown = await browser.get(f"/ui/cases/{agent.case_id}/search", params={"q": "*", "kinds": "claim"})
+            assert shown.status_code == 200 and shown.text.count('<tr class="hit"') == 10 and "page 1" in shown.text
+            on = re.search(r'<a rel="next" href="([^"]+)"', shown.text)
+            assert on, shown.text[-2000:]
+            then = await browser.get(f"/ui/cases/{agent.case_id}/search" + html.unescape(on.group(1)))
+            assert then.status_code == 200 and then.text.count('<tr class="hit"') == 5, then.text[-2000:]
+            assert 'rel="first"' in then.text and 'rel="next"' not in then.text
 
 
 async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_retirement(stack):
