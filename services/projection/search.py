@@ -154,8 +154,8 @@ def paged(search: Search, cursor: int | str | None) -> Search:
                                                        "cursor out for the first page")
         return replace(search, after=decode_position(cursor, search.fingerprint()) if cursor else None)
     if isinstance(cursor, str):
-        raise InvalidArgument("cursor: a search of words or ids pages by number (the nextCursor it gave), and this "
-                              "cursor is a * listing's", field="cursor",
+        raise InvalidArgument("cursor: a search of words or ids pages by number (the nextCursor it gave), not by a "
+                              "* listing's position", field="cursor",
                               hint="page on with the nextCursor of the previous page, or leave cursor out")
     return replace(search, offset=((cursor or 1) - 1) * PAGE)
 
