@@ -56,12 +56,13 @@ def the_one(prefix: str, candidates: Sequence[str], *, what: str, field: str, hi
 IdsBetween = Callable[[str, str, int], Awaitable[Sequence[str]]]  # (low, high, limit) -> the ids between, in order
 
 
-async def resolve(raw: str, ids_between: IdsBetween, *, what: str, field: str, hint: str) -> str | None:
-    """The whole id `raw` names: itself when spelled out, else the one id it is a unique prefix of (refused when
-    it starts none or several); None when no UUID can start with it."""
+async def resolve(raw: str, ids_between: IdsBetween, *, what: str, field: str, hint: str,
+                  missing: str | None = None) -> str:
+    """The whole id `raw` names: itself when spelled out, else the one id it is a unique prefix of; refused when it
+    starts none or several, and `not_found` (with `missing` as its message, if given) when no UUID can start with it."""
     if whole := full_uuid(raw):
         return whole
     span = uuid_range(raw)
     if span is None:
-        return None
+        raise NotFound(missing or f"there is no {what} {raw!r}", field=field, hint=hint)
     return the_one(raw, await ids_between(*span, CANDIDATES_SHOWN + 1), what=what, field=field, hint=hint)

@@ -214,11 +214,8 @@ async def list_proposals(cmd: ListProposals, uow: ReviewUnitOfWork) -> dict[str,
 
 async def _proposal_id(uow: ReviewUnitOfWork, raw: str) -> str:
     """The proposal id `raw` names: itself when whole, else the one id it is a unique prefix of."""
-    whole = await id_prefix.resolve(raw, uow.proposals.ids_between, what="proposal", field="proposalId",
-                                    hint=domain.PROPOSALS_HINT)
-    if whole is None:
-        raise domain.proposal_not_found(raw)
-    return whole
+    return await id_prefix.resolve(raw, uow.proposals.ids_between, what="proposal", field="proposalId",
+                                   hint=domain.PROPOSALS_HINT)
 
 
 async def get_proposal(cmd: ProposalRef, uow: ReviewUnitOfWork) -> dict[str, Any]:

@@ -30,25 +30,24 @@ log = get_logger(__name__)
 
 
 def _uuid(value: str, field: str, what: str) -> str:
-    try:
-        return str(uuid.UUID(value))
-    except (ValueError, AttributeError, TypeError):
-        raise NotFound(f"there is no {what} {value!r}", field=field, hint=f"use a {what} id Threadline returned") from None
+    """The UUID `value` spells out whole; `not_found` otherwise."""
+    if whole := id_prefix.full_uuid(value):
+        return whole
+    raise NotFound(f"there is no {what} {value!r}", field=field, hint=f"use a {what} id Threadline returned")
+
+
+COMPANY_HINT = "use the companyId of a saved company (get_company_context by ticker finds it)"
 
 
 def _company_not_found(company_id: str) -> NotFound:
-    return NotFound(
-        f"there is no saved company {company_id}",
-        field="companyId",
-        hint="use the companyId of a saved company (get_company_context by ticker finds it)",
-    )
+    return NotFound(f"there is no saved company {company_id}", field="companyId", hint=COMPANY_HINT)
 
 
 async def _company(uow: ThesisUnitOfWork, company_id: str, *, lock: bool = False) -> Company:
     """The company `company_id` names: whole, or by a unique prefix of its id (the webhook pages show 8)."""
     whole = await id_prefix.resolve(company_id, uow.companies.ids_between, what="company", field="companyId",
-                                    hint=_company_not_found(company_id).hint)
-    company = None if whole is None else await uow.companies.get(whole, lock=lock)
+                                    hint=COMPANY_HINT, missing=f"there is no saved company {company_id}")
+    company = await uow.companies.get(whole, lock=lock)
     if company is None:
         raise _company_not_found(company_id)
     return company
@@ -60,8 +59,8 @@ DELTAS_HINT = "list a company's deltas with GET /api/v1/companies/{companyId}/de
 async def _delta(uow: ThesisUnitOfWork, operation_id: str, *, lock: bool = False) -> Operation:
     """The delta `operation_id` names: whole, or by a unique prefix of its id (the review page shows 8)."""
     whole = await id_prefix.resolve(operation_id, uow.operations.ids_between, what="delta", field="operationId",
-                                    hint=DELTAS_HINT)
-    operation = None if whole is None else await uow.operations.get(whole, lock=lock)
+                                    hint=DELTAS_HINT, missing=f"there is no delta {operation_id}")
+    operation = await uow.operations.get(whole, lock=lock)
     if operation is None:
         raise NotFound(f"there is no delta {operation_id}", field="operationId", hint=DELTAS_HINT)
     return operation
@@ -86,7 +85,7 @@ async def preview(request: ProposeClaimDeltaRequest, uow: ThesisUnitOfWork) -> d
     async with uow:
         operation = await uow.operations.by_key(company_id, caller, key)
         if operation is None:
-            company = await _company(uow, payload["companyId"])
+            company = await _company(uow, company_id)
             source = await uow.source_files.get(source_file_id)
             domain.check_source_file(payload, source, company_id)
             claims = await uow.claims.of(company_id)

@@ -131,11 +131,8 @@ async def _existing(connection: Any, raw: str) -> Any:
 
 
 async def _webhook_id(connection: Any, raw: str) -> str:
-    whole = await id_prefix.resolve(raw, partial(repo.webhook_ids_between, connection), what="webhook",
-                                    field="webhookId", hint=WEBHOOKS_HINT)
-    if whole is None:
-        raise NotFound(f"there is no webhook {raw!r}", field="webhookId", hint=WEBHOOKS_HINT)
-    return whole
+    return await id_prefix.resolve(raw, partial(repo.webhook_ids_between, connection), what="webhook",
+                                   field="webhookId", hint=WEBHOOKS_HINT)
 
 
 def _when(value: Any) -> str | None:
