@@ -13,6 +13,8 @@ UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0
 Uuid = Annotated[str, StringConstraints(min_length=36, max_length=36, pattern=UUID_PATTERN)]
 # A webhook's id, or a unique start of it: the pages show 8 of its 36 characters.
 WebhookId = Annotated[str, StringConstraints(min_length=1, max_length=36)]
+# An event's id, or a unique start of it among the webhook's deliveries (the pages show 8 characters too).
+EventId = Annotated[str, StringConstraints(min_length=1, max_length=36)]
 EventTypeName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^threadline(\.[a-z]+)+$")]
 
 
@@ -56,4 +58,4 @@ class ListDeliveries(Contract):
 class Redeliver(Contract):
     actor: Actor
     webhook_id: WebhookId
-    event_id: Uuid
+    event_id: EventId

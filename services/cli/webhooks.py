@@ -14,9 +14,7 @@ from rich.table import Table
 
 from services.cli.review import when
 from services.cli.running import run, settings_for
-from shared import id_prefix
 from shared import webhook_contracts as wc
-from shared.errors import ThreadlineError
 from shared.subjects import Command
 
 app = typer.Typer(help="Webhooks: HTTP receivers of change events.", no_args_is_help=True)
@@ -39,20 +37,6 @@ def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
     except pydantic.ValidationError as error:
         first = error.errors(include_url=False, include_input=False)[0]
         raise typer.BadParameter(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-
-
-def _named(raw: str, ids: list[str], what: str, field: str, listed_by: str) -> str:
-    """The id `raw` names: itself when whole, else the one of `ids` it is a unique prefix of (the review
-    page shows 8 characters); a refusal, printed as the others are, when none or several are. A webhook's own id
-    needs none of this: the webhooks service takes a prefix of it."""
-    if whole := id_prefix.full_uuid(raw):
-        return whole
-    try:
-        return id_prefix.the_one(raw, sorted(ids), what=what, field=field, hint=f"list them with {listed_by}")
-    except ThreadlineError as error:
-        typer.secho(f"error ({error.code}): {error.message}", fg="red", err=True)
-        typer.echo(f"hint: {error.hint}", err=True)
-        raise typer.Exit(1) from None
 
 
 def _scope(webhook: dict[str, Any]) -> str:
@@ -108,17 +92,12 @@ def deliveries(
 def redeliver(
     webhook_id: Annotated[str, typer.Argument(help="The webhook (or a unique prefix of its id).")],
     event_id: Annotated[str, typer.Argument(help="The event, or a unique prefix of its id among the webhook's "
-                                                 "500 latest (see `webhooks deliveries`).")],
+                                                 "deliveries (see `webhooks deliveries`).")],
     data_dir: DataDir = None,
 ) -> None:
     """Send an event to a webhook again now (a failing webhook resumes, the rest following in order)."""
     from services.cli.operations import OPERATOR
 
-    if not id_prefix.full_uuid(event_id):
-        log = _call(data_dir, Command.LIST_DELIVERIES, _message(wc.ListDeliveries, actor=OPERATOR, webhook_id=webhook_id,
-                                                                 limit=500))["deliveries"]
-        event_id = _named(event_id, [d["eventId"] for d in log], "event", "eventId",
-                          f"threadline webhooks deliveries {webhook_id}")
     delivery = _call(data_dir, Command.REDELIVER,
                      _message(wc.Redeliver, actor=OPERATOR, webhook_id=webhook_id, event_id=event_id))
     typer.echo(json.dumps(delivery))

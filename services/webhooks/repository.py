@@ -252,6 +252,14 @@ async def attempts(connection: AsyncConnection, webhook_id: str, event_ids: list
     return rows.all()
 
 
+async def event_ids_between(connection: AsyncConnection, webhook_id: str, low: str, high: str,
+                            limit: int) -> list[str]:
+    """The ids of the events delivered (or due) to the webhook from `low` to `high` in order (those a prefix can
+    name)."""
+    d = webhook_deliveries
+    return await ids_between(connection, d.c.event_id, low, high, limit, d.c.webhook_id == webhook_id)
+
+
 async def delivery(connection: AsyncConnection, webhook_id: str, event_id: str) -> Row | None:
     d, e = webhook_deliveries, webhook_events
     rows = await connection.execute(

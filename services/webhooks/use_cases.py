@@ -101,21 +101,27 @@ async def list_deliveries(cmd: ListDeliveries, ctx: ServiceContext) -> dict[str,
             "deliveries": [{**_delivery_view(row), "attemptLog": by_event.get(row.event_id, [])} for row in rows]}
 
 
+DELIVERIES_HINT = "list its deliveries: GET /api/v1/webhooks/{webhookId}/deliveries"
+
+
 async def redeliver(cmd: Redeliver, ctx: ServiceContext) -> dict[str, Any]:
-    """Send an event again now (a failed one, or one delivered before); a failing webhook resumes."""
+    """Send an event again now (a failed one, or one delivered before), named whole or by a unique prefix of its
+    id among the webhook's deliveries; a failing webhook resumes."""
     async with ctx.db.transaction() as connection:
         webhook = await _existing(connection, cmd.webhook_id)
         webhook_id = webhook.webhook_id
         if webhook.status == "deleted":
             raise InvalidArgument("the webhook was deleted", field="webhookId", hint="register the receiver again")
-        if await repo.delivery(connection, webhook_id, cmd.event_id) is None:
+        event_id = await id_prefix.resolve(cmd.event_id, partial(repo.event_ids_between, connection, webhook_id),
+                                           what="event", field="eventId", hint=DELIVERIES_HINT)
+        if await repo.delivery(connection, webhook_id, event_id) is None:
             raise NotFound(f"webhook {webhook_id} has no delivery of event {cmd.event_id}", field="eventId",
-                           hint="list its deliveries: GET /api/v1/webhooks/{webhookId}/deliveries")
-        await repo.reset_delivery(connection, webhook_id, cmd.event_id)
+                           hint=DELIVERIES_HINT)
+        await repo.reset_delivery(connection, webhook_id, event_id)
         if webhook.status == "failing":
             await repo.set_status(connection, webhook_id, "active")
-        row = await repo.delivery(connection, webhook_id, cmd.event_id)
-    log.info("webhook_redelivery_requested", webhook_id=webhook_id, event_id=cmd.event_id, by=cmd.actor.name)
+        row = await repo.delivery(connection, webhook_id, event_id)
+    log.info("webhook_redelivery_requested", webhook_id=webhook_id, event_id=event_id, by=cmd.actor.name)
     return _delivery_view(row)
 
 

@@ -125,8 +125,8 @@ async def lock_case_exclusive(connection: AsyncConnection, case_id: str) -> None
 
 
 async def ids_between(connection: AsyncConnection, column: ColumnElement[Any], low: str, high: str,
-                      limit: int) -> list[str]:
+                      limit: int, *within: ColumnElement[bool]) -> list[str]:
     """Up to `limit` values of the id `column` from `low` to `high`, in order (the ids a prefix covers: an index
-    range)."""
-    query = select(column).where(column.between(low, high)).order_by(column).limit(limit)
+    range), among the rows `within` selects when given."""
+    query = select(column).where(column.between(low, high), *within).order_by(column).limit(limit)
     return [str(value) for value in (await connection.execute(query)).scalars()]
