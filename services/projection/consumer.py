@@ -16,7 +16,9 @@ already shows), so a redelivered or replayed event changes nothing twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -47,6 +49,8 @@ LAG_CHECK_SECONDS = 5.0
 BATCH_LINGER_SECONDS = 0.05
 BUSY_SECONDS = 1.0  # a batch ended this recently: the next waits up to the linger to fill
 SESSION_RETRY_SECONDS = 1.0
+PULL_RETRY_SECONDS = 1.0  # a partition's puller failed: it starts again after this, doubled while it keeps failing,
+PULL_RETRY_MAX_SECONDS = 30.0  # up to this
 STOP_WAIT_SECONDS = 3 * durable.FETCH_WAIT_SECONDS  # a partition handed back: its fetch and batch finish first
 
 PROJECTION_LAG = Gauge("threadline_projection_lag_events",
@@ -153,14 +157,9 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
         while True:
             for partition in await partitions.rebalance(db, before_release=stop):
                 ended = asyncio.Event()
-                task = asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag),
+                task = asyncio.create_task(_keep_pulling(ctx, js, partition, applier, ended, lag),
                                            name=f"projection-partition-{partition}")
                 pullers[partition] = (task, ended)
-            for partition, (task, _) in list(pullers.items()):
-                if task.done() and not task.cancelled() and task.exception() is not None:
-                    log.warning("projection_partition_pull_failed", partition=partition, error=repr(task.exception()))
-                    ended = pullers[partition][1]
-                    pullers[partition] = (asyncio.create_task(_pull(ctx, js, partition, applier, ended, lag)), ended)
             await asyncio.sleep(REBALANCE_EVERY_SECONDS)
     finally:
         for task, _ in pullers.values():
@@ -171,11 +170,34 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
         await db.close()
 
 
+async def _keep_pulling(ctx: ServiceContext, js: Any, partition: int, applier: Applier, stop: asyncio.Event,
+                        lag: dict[int, int]) -> None:
+    """Pull one partition (_pull) until `stop`. A puller that fails starts again after a delay that doubles while it
+    keeps failing (a consumer that cannot be bound warns at most every PULL_RETRY_MAX_SECONDS, not every second),
+    back to the first once its consumer is bound again."""
+    delay = PULL_RETRY_SECONDS
+
+    def bound() -> None:
+        nonlocal delay
+        delay = PULL_RETRY_SECONDS
+
+    while not stop.is_set():
+        try:
+            return await _pull(ctx, js, partition, applier, stop, lag, bound)
+        except Exception as error:  # noqa: BLE001 - the partition stays this replica's: pull it again
+            log.warning("projection_partition_pull_failed", partition=partition, error=repr(error), retry_in=delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)  # a partition handed back meanwhile is not pulled again
+        delay = min(PULL_RETRY_MAX_SECONDS, 2 * delay)
+
+
 async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, stop: asyncio.Event,
-                lag: dict[int, int]) -> None:
-    """Fetch one partition's events (its share of a batch: Applier.share) and have them applied, until `stop`."""
+                lag: dict[int, int], bound: Callable[[], None]) -> None:
+    """Fetch one partition's events (its share of a batch: Applier.share) and have them applied, until `stop`;
+    `bound` is called once its consumer is."""
     subscription = await durable.bind(js, projection_stream_name(ctx.settings), projection_consumer(partition),
                                       Service.PROJECTION.value)
+    bound()
     checked = 0.0
     try:
         while not stop.is_set():
