@@ -17,6 +17,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
+from shared import nats_client
 from shared.logging import get_logger
 from shared.nats_auth import nats_options
 from shared.service import ServiceContext
@@ -54,7 +55,7 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, *, linger: f
     whose work may lag the stream by that much."""
     service = ctx.service.value
     options = nats_options(ctx.settings, service, name=f"threadline-{service}-consumer")
-    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
+    connection = await nats_client.lasting(options.client())
     try:
         js = connection.jetstream()
         subscription = await bind(js, ctx.settings.stream_name, consumer, service)

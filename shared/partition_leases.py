@@ -33,6 +33,10 @@ from shared.settings import Settings
 
 log = get_logger(__name__)
 
+# A leader's session is gone (and with it every lock it held): the connection failed or was refused, the server
+# ended it, or its protocol was left mid-error (InternalClientError), as when the server ended an idle session
+# (idle_session_timeout) while this process's loop was held up. A new session heals each of them.
+SESSION_LOST = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
 LOCK_SPAN = 4096  # a lock's second key: count * LOCK_SPAN + partition (at most 4096 partitions)
 REBALANCE_EVERY_SECONDS = 1.0
 

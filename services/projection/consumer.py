@@ -21,7 +21,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import asyncpg
 import nats
 from prometheus_client import Gauge
 from pydantic import ValidationError
@@ -29,12 +28,12 @@ from pydantic import ValidationError
 from services.projection import read_models
 from services.projection.partitions import Partitions
 from services.projection.repository import SqlProjectionUnitOfWork
-from shared import durable
+from shared import durable, nats_client
 from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
 from shared.observability import batch_span, message_span
-from shared.partition_leases import REBALANCE_EVERY_SECONDS, session
+from shared.partition_leases import REBALANCE_EVERY_SECONDS, SESSION_LOST, session
 from shared.service import Meta, ServiceContext
 from shared.streams import projection_consumer, projection_stream_name
 from shared.subjects import Service
@@ -61,7 +60,7 @@ async def consume(ctx: ServiceContext) -> None:
     """Background job of the projection service: lead a fair share of the partitions and apply their events."""
     service = Service.PROJECTION.value
     options = nats_options(ctx.settings, service, name=f"threadline-{service}-consumer")
-    connection = await nats.connect(**options.client(), max_reconnect_attempts=-1, reconnect_time_wait=1)
+    connection = await nats_client.lasting(options.client())
     applier = Applier(ctx)
     try:
         async with asyncio.TaskGroup() as tasks:  # the applier failing (say, acks on a lost connection) ends it all
@@ -69,7 +68,7 @@ async def consume(ctx: ServiceContext) -> None:
             while True:  # until the service stops (cancels this job)
                 try:
                     await _lead(ctx, connection.jetstream(), applier)
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError) as error:
+                except SESSION_LOST as error:
                     # The session (and with it every partition) is gone: another replica takes them; join again.
                     log.warning("projection_partitions_lost", error=str(error) or repr(error))
                 await asyncio.sleep(SESSION_RETRY_SECONDS)

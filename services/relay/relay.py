@@ -39,10 +39,11 @@ from services.relay.batches import (
     stream_takes_batches,
 )
 from services.relay.partitions import Partitions
+from shared import nats_client
 from shared.logging import get_logger
 from shared.nats_auth import let_go, nats_options
 from shared.observability import message_span
-from shared.partition_leases import session
+from shared.partition_leases import SESSION_LOST, session
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
 
@@ -81,10 +82,7 @@ class OutboxRelay:
         while not stop.is_set():
             try:
                 await self._lead(stop)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
-                    nats.errors.Error) as exc:
-                # InternalClientError: the session's protocol was left mid-error, as when the server ended an idle
-                # session (idle_session_timeout) while this process's loop was held up: a new session heals it.
+            except (*SESSION_LOST, nats.errors.Error) as exc:
                 log.warning("relay_connection_lost", error=str(exc) or repr(exc))
             if not stop.is_set():
                 await _sleep_unless(stop, self.settings.relay_poll_interval)
@@ -98,8 +96,8 @@ class OutboxRelay:
                 await self.observe_outbox(db)  # a standby reports the backlog too: most telling when no one leads
                 if await _sleep_unless(stop, self.settings.relay_poll_interval):
                     return
-            nc = await nats.connect(**nats_options(self.settings, Service.RELAY.value, name="threadline-relay").client(),
-                                    max_reconnect_attempts=-1, reconnect_time_wait=1)
+            nc = await nats_client.lasting(nats_options(self.settings, Service.RELAY.value, name="threadline-relay")
+                                           .client())
             js = nc.jetstream(timeout=PUBLISH_TIMEOUT_SECONDS)
             self.batches = await stream_takes_batches(js, self.settings.stream_name)
             log.info("relay_publishing", atomic_batches=self.batches)
