@@ -26,14 +26,14 @@ from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from services.projection import read_models
-from services.projection.partitions import Partitions
+from services.projection.partitions import PROJECTION
 from services.projection.repository import SqlProjectionUnitOfWork
 from shared import durable, nats_client
 from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
 from shared.observability import batch_span, message_span
-from shared.partition_leases import REBALANCE_EVERY_SECONDS, SESSION_LOST, session
+from shared.partition_leases import REBALANCE_EVERY_SECONDS, SESSION_LOST, PartitionLeases, session
 from shared.service import Meta, ServiceContext
 from shared.streams import projection_consumer, projection_stream_name
 from shared.subjects import Service
@@ -134,7 +134,7 @@ async def _lead(ctx: ServiceContext, js: Any, applier: Applier) -> None:
     gets a puller, one handed back has its puller stopped (after its fetch and batch) before its lock goes."""
     pullers: dict[int, tuple[asyncio.Task[None], asyncio.Event]] = {}
     lag: dict[int, int] = {}
-    partitions = Partitions(ctx.settings.projection_partitions)
+    partitions = PartitionLeases(PROJECTION, ctx.settings.projection_partitions)
     db = await session(ctx.settings, "threadline-projection", idle_seconds=30.0)
 
     async def stop(handed_back: set[int]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from prometheus_client import Gauge
 
-from shared.partition_leases import LeaseKind, PartitionLeases
+from shared.partition_leases import LeaseKind
 
 PARTITION_LOCK = 0x74727070  # "trpp": (PARTITION_LOCK, partitions * 4096 + p) is held by partition p's leader
 MEMBER_LOCK = 0x7472706D  # "trpm": (MEMBER_LOCK, partitions) is held shared by every projection replica
@@ -41,10 +41,3 @@ def partition_of(case_id: str, partitions: int) -> int:
     for byte in case_id.encode():
         h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
     return h % partitions
-
-
-class Partitions(PartitionLeases):
-    """The partitions one projection replica's session leads."""
-
-    def __init__(self, count: int) -> None:
-        super().__init__(PROJECTION, count)

@@ -12,9 +12,9 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import ConsumerConfig
 
-from services.projection.partitions import PARTITION_LOCK, Partitions, partition_of
+from services.projection.partitions import PARTITION_LOCK, PROJECTION, partition_of
 from shared.db.session import asyncpg_dsn
-from shared.partition_leases import LOCK_SPAN
+from shared.partition_leases import LOCK_SPAN, PartitionLeases
 from shared.streams import LEGACY_PROJECTION_CONSUMER, projection_consumer, projection_stream_name, provision
 from tests.support import connect_nats, new_deployment, remove_deployment
 
@@ -103,7 +103,7 @@ async def led_in_database(dsn: str) -> dict[int, set[int]]:
 
 async def test_replicas_share_the_partitions_hand_back_after_their_work_and_take_a_dead_ones(database):
     first, second = await asyncpg.connect(database), await asyncpg.connect(database)
-    one, two = Partitions(8), Partitions(8)
+    one, two = PartitionLeases(PROJECTION, 8), PartitionLeases(PROJECTION, 8)
     stopped: list[set[int]] = []
 
     async def stop_work(partitions: set[int]) -> None:
@@ -134,7 +134,7 @@ async def test_replicas_share_the_partitions_hand_back_after_their_work_and_take
 async def test_replicas_with_another_count_never_lead_beside_each_other(database):
     first, second = await asyncpg.connect(database), await asyncpg.connect(database)
     try:
-        eight, four = Partitions(8), Partitions(4)
+        eight, four = PartitionLeases(PROJECTION, 8), PartitionLeases(PROJECTION, 4)
         await eight.join(first)
         await eight.rebalance(first)
         await four.join(second)
