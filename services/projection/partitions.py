@@ -16,7 +16,7 @@ from prometheus_client import Gauge
 
 from shared.partition_leases import LeaseKind
 
-PARTITION_LOCK = 0x74727070  # "trpp": (PARTITION_LOCK, partitions * 4096 + p) is held by partition p's leader
+PARTITION_LOCK = 0x74727070  # "trpp": (PARTITION_LOCK, partitions * LOCK_SPAN + p) is held by partition p's leader
 MEMBER_LOCK = 0x7472706D  # "trpm": (MEMBER_LOCK, partitions) is held shared by every projection replica
 
 PROJECTION = LeaseKind(

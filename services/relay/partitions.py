@@ -21,7 +21,7 @@ from prometheus_client import Gauge
 from shared.db.outbox_table import SLOTS
 from shared.partition_leases import LeaseKind, PartitionLeases
 
-PARTITION_LOCK = 0x74726C70  # "trlp": (PARTITION_LOCK, partitions * 4096 + p) is held by partition p's leader
+PARTITION_LOCK = 0x74726C70  # "trlp": (PARTITION_LOCK, partitions * LOCK_SPAN + p) is held by partition p's leader
 MEMBER_LOCK = 0x74726C6D  # "trlm": (MEMBER_LOCK, partitions) is held shared by every partitioned relay
 LEGACY_LEADER_LOCK = 0x7468726C6E  # the single relay leader's lock before partitions; held shared here
 

@@ -13,9 +13,10 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from services.relay.partitions import LEGACY_LEADER_LOCK, PARTITION_LOCK, SLOTS, partition_of, slot_of
+from services.relay.partitions import LEGACY_LEADER_LOCK, PARTITION_LOCK, partition_of, slot_of
 from shared.db.migrate import upgrade
 from shared.db.session import asyncpg_dsn, create_engine
+from shared.partition_leases import LOCK_SPAN
 from tests.events import stream_events, wait_until_published
 from tests.integration.test_relay_chaos import (
     Relays,
@@ -40,7 +41,7 @@ _LEADERS = ("SELECT l.pid, l.objid::bigint / $2 AS partitions, l.objid::bigint %
 async def leaders(connection: asyncpg.Connection) -> dict[int, set[int]]:
     """Each relay session (by backend pid) → the partitions it leads."""
     led: dict[int, set[int]] = {}
-    for row in await connection.fetch(_LEADERS, PARTITION_LOCK, SLOTS):
+    for row in await connection.fetch(_LEADERS, PARTITION_LOCK, LOCK_SPAN):
         led.setdefault(row["pid"], set()).add(row["partition"])
     return led
 
@@ -162,7 +163,7 @@ async def test_relays_with_another_count_or_from_before_partitions_never_lead_be
         relays.kill(four)
 
         async def eight_led() -> bool:
-            rows = await watcher.fetch(_LEADERS, PARTITION_LOCK, SLOTS)
+            rows = await watcher.fetch(_LEADERS, PARTITION_LOCK, LOCK_SPAN)
             return sorted((r["partitions"], r["partition"]) for r in rows) == [(8, p) for p in range(8)]
 
         await until(eight_led)
