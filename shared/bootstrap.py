@@ -6,7 +6,8 @@ import nats
 
 from shared.db import migrate
 from shared.db.session import Database
-from shared.nats_auth import OPERATOR, let_go, nats_options
+from shared.nats_auth import OPERATOR, nats_options
+from shared.nats_client import let_go
 from shared.settings import Settings
 from shared.streams import provision
 

@@ -28,7 +28,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from shared import problems
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
-from shared.nats_auth import DRAIN_SECONDS, finished_within, let_go, nats_options
+from shared.nats_auth import nats_options
+from shared.nats_client import DRAIN_SECONDS, finished_within, let_go
 from shared.observability import broker_middlewares, message_span, observe_command, tracing_enabled
 from shared.outage import outage
 from shared.repeats import after_lost_answer, is_read, may_have_applied

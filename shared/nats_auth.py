@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import ssl
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from faststream.nats import NatsSecurity
 from faststream.nats.security import NatsCredentials, NatsUserPassword
 
 from shared.logging import get_logger
+from shared.nats_client import DRAIN_SECONDS
 from shared.settings import Settings
 from shared.streams import LEGACY_PROJECTION_CONSUMER, WEBHOOKS_CONSUMER, projection_stream_name
 from shared.subjects import BACKEND_SERVICES, Command, Service, Subjects
@@ -82,8 +82,6 @@ def inbox_prefix(settings: Settings, role: str) -> str:
 
 
 SUBSCRIBER_INBOX = "_INBOX"
-# How long a connection on its way out may drain (nats-py's default is 30 s, and its final flush adds 10).
-DRAIN_SECONDS = 5
 
 
 def _stream_reader(stream: str, prefix: str) -> Permissions:
@@ -302,29 +300,3 @@ def markdown_table(settings: Settings) -> str:
         lines.append(f"| `{role}` | {cell(granted.publish)} | {cell(granted.publish_deny)} | {cell(granted.subscribe)}"
                      f" | {'allow_responses' if granted.allow_responses else '—'} |")
     return "\n".join(lines)
-
-
-async def let_go(connection: Any, seconds: float = DRAIN_SECONDS + 1) -> None:
-    """Close a nats-py connection on a process's way out, within `seconds` whatever the server does.
-
-    Drained when the server is there (what was published reaches it); closed at once when it is not. A server
-    that is gone, as when the `up` that ran it was killed, has nothing to drain into: nats-py refuses to drain a
-    reconnecting connection, and a drain begun as the server went waits out its flush besides its drain timeout."""
-    if connection.is_closed:
-        return
-    if connection.is_connected and not connection.is_draining:  # one that is draining already stalled: closed
-        if await finished_within(connection.drain(), seconds):
-            return
-        log.info("nats_closed_undrained", connection=connection.options.get("name"))
-    await connection.close()
-
-
-async def finished_within(work: Awaitable[Any], seconds: float) -> bool:
-    """Whether `work` ended within `seconds` without raising; cancelled when it did not end (what it raised is
-    not raised again: the caller falls back to the quicker way)."""
-    task = asyncio.ensure_future(work)
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    if task in done:
-        return not task.cancelled() and task.exception() is None
-    task.cancel()
-    return False

@@ -41,7 +41,7 @@ from services.relay.batches import (
 from services.relay.partitions import Partitions
 from shared import nats_client
 from shared.logging import get_logger
-from shared.nats_auth import let_go, nats_options
+from shared.nats_auth import nats_options
 from shared.observability import message_span
 from shared.partition_leases import SESSION_LOST, session
 from shared.settings import Settings
@@ -125,7 +125,7 @@ class OutboxRelay:
             partitions.forget()
             try:
                 if nc is not None:
-                    await let_go(nc)
+                    await nats_client.let_go(nc)
             finally:
                 await db.close()
 
