@@ -9,7 +9,14 @@ from rich.console import Console
 
 from services.cli.bench.scaleout import failed, median_window, sweeps
 from services.cli.bench.scaleout_drain import drain_figures, projection_figures
-from services.cli.bench.scaleout_plan import MIN_QUOTA, PlanError, doublings, make_plan, parse_hold
+from services.cli.bench.scaleout_plan import (
+    MIN_QUOTA,
+    PlanError,
+    doublings,
+    is_replica_of,
+    make_plan,
+    parse_hold,
+)
 from services.cli.bench.scaleout_report import quota_table, summary_lines, sweep_table
 
 
@@ -25,6 +32,13 @@ def test_the_default_quota_fits_every_process_and_the_load_generator_under_the_c
     relay_2 = next(p for p in plan.points if p.service == "relay" and p.count == 2)
     assert relay_2.partitions == 2, "two relays lead two partitions"
     assert doublings(8) == [1, 2, 4, 8]
+
+
+def test_a_replica_is_the_service_or_the_service_with_a_number():
+    assert is_replica_of("staging", "staging") and is_replica_of("staging-2", "staging")
+    assert is_replica_of("thesis-delta-3", "thesis-delta")
+    assert not is_replica_of("thesis-delta", "thesis") and not is_replica_of("staging-x", "staging")
+    assert not is_replica_of(None, "staging") and not is_replica_of("gateway", "staging")
 
 
 @pytest.mark.parametrize(("arguments", "said"), [

@@ -49,7 +49,7 @@ from services.cli.bench.scaleout_drain import (
     drain_figures,
     projection_figures,
 )
-from services.cli.bench.scaleout_plan import Plan, Point
+from services.cli.bench.scaleout_plan import Plan, Point, is_replica_of
 from services.cli.bench.scaleout_system import ConfinedSystem, kill_leftovers
 from services.cli.bench.stats import Run, rounded
 from services.cli.bench.system import Reviewer, System, machine
@@ -399,12 +399,6 @@ def sweeps(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"service": service, "measure": "events/s (capacity)" if service in DECIDING else "calls/s",
                     "points": mine, "doublings": doublings})
     return out
-
-
-def is_replica_of(group: str | None, service: str) -> bool:
-    """Whether a CPU group (`staging`, `staging-2`, …) is one of `service`'s replicas."""
-    return group is not None and (group == service or (group.rpartition("-")[0] == service
-                                                       and group.rpartition("-")[2].isdigit()))
 
 
 def failed(error: BaseException) -> dict[str, Any]:

@@ -87,6 +87,15 @@ class Plan:
         return max(self.total(p) for p in self.points)
 
 
+def is_replica_of(group: str | None, service: str) -> bool:
+    """Whether a CPU group or process (`staging`, `staging-2`, …) is one of `service`'s replicas (`thesis-delta` is
+    none of a `thesis`'s)."""
+    if group is None:
+        return False
+    name, _, number = group.rpartition("-")
+    return group == service or (name == service and number.isdigit())
+
+
 def doublings(max_replicas: int) -> list[int]:
     counts, n = [], 1
     while n <= max_replicas:

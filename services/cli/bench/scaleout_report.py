@@ -9,7 +9,7 @@ from rich.table import Table
 
 from services.cli.bench.plot import doubling_axes
 from services.cli.bench.report import figure, times
-from services.cli.bench.scaleout_plan import PlanError
+from services.cli.bench.scaleout_plan import PlanError, is_replica_of
 
 COLOURS = {"staging": "#c0392b", "gateway": "#2471a3", "relay": "#27ae60", "projection": "#8e44ad"}
 
@@ -57,8 +57,6 @@ def sweep_table(report: dict[str, Any]) -> Table:
 def own_share(point: dict[str, Any]) -> str:
     """The swept service's replicas' CPU over their quota (in the capacity window for relay and projection)."""
     shares = (point.get("capacity") or point).get("cpuShare", {})
-    from services.cli.bench.scaleout import is_replica_of
-
     mine = [v for name, v in shares.items() if is_replica_of(name, point["service"])]
     return " ".join(f"{v:.0%}" for v in mine) or "—"
 

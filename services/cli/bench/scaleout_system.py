@@ -18,7 +18,7 @@ import psutil
 
 from services.cli.bench.cgroups import CpuGroups
 from services.cli.bench.cpu import embedded_servers
-from services.cli.bench.scaleout_plan import Plan, Point
+from services.cli.bench.scaleout_plan import Plan, Point, is_replica_of
 from services.cli.embedded import free_port
 from shared.errors import Unavailable
 from shared.settings import RUNTIME_FILE, Settings
@@ -113,8 +113,7 @@ class ConfinedSystem:
                     self.groups.add_tree(name, pid)
 
     def pids_of(self, service: str) -> list[int]:
-        return [pid for name, pids in self.members.items() if name.rpartition("-")[0] == service or name == service
-                for pid in pids]
+        return [pid for name, pids in self.members.items() if is_replica_of(name, service) for pid in pids]
 
     def pause(self, service: str) -> None:
         for pid in self.pids_of(service):
