@@ -19,6 +19,8 @@ event stream's first event, which the projection skips through: it has applied t
 
 from __future__ import annotations
 
+import contextlib
+
 from nats.js import JetStreamContext
 from nats.js.api import (
     AckPolicy,
@@ -148,10 +150,8 @@ async def _provision_projection(js: JetStreamContext, settings: Settings, replic
         except APIError:  # of an older configuration the server will not update in place: made again
             await js.delete_consumer(wanted.name, consumer.durable_name)
             await js.add_consumer(wanted.name, consumer)
-    try:
+    with contextlib.suppress(NotFoundError):  # gone already: a deployment provisioned since, or a new one
         await js.delete_consumer(settings.stream_name, LEGACY_PROJECTION_CONSUMER)
-    except NotFoundError:
-        pass
 
 
 def _transforms(config: StreamConfig) -> list[tuple[str, str]]:

@@ -217,10 +217,8 @@ async def _pull(ctx: ServiceContext, js: Any, partition: int, applier: Applier, 
             PROJECTION_LAG.set(sum(lag.values()))
     finally:
         applier.busy.discard(partition)
-        try:
+        with contextlib.suppress(nats.errors.Error):  # a closed or draining connection: it goes with it
             await subscription.unsubscribe()
-        except nats.errors.Error:
-            pass
 
 
 async def _observe_lag(subscription: Any, known: int) -> int:  # noqa: ANN401 - nats-py's subscription
