@@ -34,7 +34,7 @@ async def claim_timeline(cmd: ClaimTimeline, uow: ReviewUnitOfWork) -> dict[str,
     async with uow.read():
         case = await _case(uow, cmd.case_id)
         claim = await uow.history.claim(cmd.case_id, cmd.claim_id)
-        stagings = await uow.history.stagings_of(cmd.case_id, cmd.claim_id)
+        stagings = await uow.history.stagings_of(cmd.case_id, cmd.claim_id, history_views.TIMELINE_CAP)
         if claim is None and not stagings:
             raise NotFound(f"{cmd.claim_id!r} is not a claim of the case {cmd.case_id!r}", field="claimId",
                            hint="name a claim the case's ledger or one of its proposals holds "

@@ -130,9 +130,10 @@ class SqlHistory:
             .order_by(prediction_resolutions.c.revision).limit(cap)))
         return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved}
 
-    async def stagings_of(self, case_id: str, claim_id: str) -> list[dict[str, Any]]:
-        """Every proposal that staged the claim, accepted, rejected or still pending, in the order staged, each with
-        the decision on it (the revision it is told at: the one the decision made, else the one it was made on)."""
+    async def stagings_of(self, case_id: str, claim_id: str, cap: int) -> list[dict[str, Any]]:
+        """The first `cap` proposals that staged the claim, accepted, rejected or still pending, in the order staged,
+        each with the decision on it (the revision it is told at: the one the decision made, else the one it was made
+        on)."""
         decided = and_(item_decisions.c.proposal_id == proposal_items.c.proposal_id,
                        item_decisions.c.item_id == proposal_items.c.item_id)
         return dicts(await self.connection.execute(
@@ -146,7 +147,7 @@ class SqlHistory:
                          .outerjoin(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
             .where(proposals.c.case_id == case_id, proposals.c.kind.in_(("claims", "verdict")),
                    proposal_items.c.item_id == claim_id)
-            .order_by(proposals.c.created_at, proposals.c.proposal_id)))
+            .order_by(proposals.c.created_at, proposals.c.proposal_id).limit(cap)))
 
     # --- export pages: the records installed by a revision, in id order, each with its status then -------
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 DIFF_CAP = 500  # entries per list of a diff; `counts` has every list's total, `omitted` what was cut
-TIMELINE_CAP = 200  # relations and groups of one claim on its timeline
+TIMELINE_CAP = 200  # stagings, relations and groups of one claim on its timeline; `omitted` names those cut
 
 
 def iso(value: datetime | None) -> str | None:
@@ -135,7 +135,9 @@ def timeline_view(case_id: str, claim_id: str, claim: dict[str, Any] | None, lin
     events.sort(key=lambda e: (e["revision"] if e["revision"] is not None else -1, e["at"] or "",
                                ORDER.get(e["event"], 2)))
     return {"caseId": case_id, "claimId": claim_id, **shown, "events": events,
-            "omitted": {name: TIMELINE_CAP for name in ("relations", "groups") if len(links[name]) >= TIMELINE_CAP}}
+            "omitted": {name: TIMELINE_CAP for name, listed in (("stagings", stagings), ("relations", links["relations"]),
+                                                                 ("groups", links["groups"]))
+                        if len(listed) >= TIMELINE_CAP}}
 
 
 def exported_json(rows: list[dict[str, Any]]) -> str:
