@@ -39,11 +39,11 @@ async def bind(js: JetStreamContext, stream: str, consumer: str, service: str) -
         try:
             subscription = await js.pull_subscribe_bind(consumer, stream=stream)
         except NotFoundError:
-            log.error(f"{service}_consumer_missing", stream=stream, consumer=consumer,
+            log.error("consumer_missing", service=service, stream=stream, consumer=consumer,
                       hint="run `threadline migrate` to provision the streams and their consumers")
             await asyncio.sleep(MISSING_RETRY_SECONDS)
         else:
-            log.info(f"{service}_consumer_started", stream=stream, consumer=consumer)
+            log.info("consumer_started", service=service, stream=stream, consumer=consumer)
             return subscription
 
 
@@ -59,7 +59,7 @@ async def pull(ctx: ServiceContext, consumer: str, on_batch: Batch, *, linger: f
     try:
         js = connection.jetstream()
         subscription = await bind(js, ctx.settings.stream_name, consumer, service)
-        while (messages := await fetch(subscription, BATCH, f"{service}_fetch_failed")) is not None:
+        while (messages := await fetch(subscription, BATCH, "consumer_fetch_failed", service=service)) is not None:
             if not messages:
                 continue
             await on_batch(js, messages)

@@ -13,7 +13,7 @@ partitions at its next look, within a second.
 Replicas that disagree on the number of partitions would split one case between two leaders, so a partition's lock
 names the count too, and a replica takes no partition while a replica with another count leads any (it checks again
 after taking, before it works): the replicas already leading keep going and a newcomer with another count waits,
-logging `<kind>_partition_count_mismatch`, until they are gone — so a rolling restart changes the count safely.
+logging `partition_count_mismatch` (with its kind), until they are gone — so a rolling restart changes the count safely.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ _TAKE_SQL = (f"SELECT p FROM unnest($2::int[]) AS p WHERE pg_try_advisory_lock($
 class LeaseKind:
     """Whose partitions: the locks that name them, the setting that counts them, and the metrics that show them."""
 
-    name: str  # "relay", "projection": the log events' prefix
+    name: str  # "relay", "projection": the `kind` of its log events
     setting: str  # the environment variable every replica must agree on
     partition_lock: int
     member_lock: int
@@ -83,7 +83,7 @@ class PartitionLeases:
     async def join(self, db: asyncpg.Connection) -> bool:
         """Become one of the replicas sharing the partitions."""
         await db.execute("SELECT pg_advisory_lock_shared($1::int, $2::int)", self.kind.member_lock, self.count)
-        log.info(f"{self.kind.name}_joined", partitions=self.count)
+        log.info("partitions_joined", kind=self.kind.name, partitions=self.count)
         return True
 
     async def rebalance(self, db: asyncpg.Connection, *, force: bool = False,
@@ -109,7 +109,7 @@ class PartitionLeases:
                 await self._release(db, taken, None)  # nothing was started on them yet
             elif taken:
                 self.led |= taken
-                log.info(f"{self.kind.name}_leading", partitions=sorted(taken), led=sorted(self.led),
+                log.info("partitions_leading", kind=self.kind.name, partitions=sorted(taken), led=sorted(self.led),
                          members=self.members)
                 self._publish_metrics()
                 return taken
@@ -119,7 +119,7 @@ class PartitionLeases:
         others = [row["partitions"] for row in await db.fetch(_OTHER_COUNTS_SQL, self.kind.partition_lock,
                                                                 self.count)]
         if others and others != self.mismatch:
-            log.error(f"{self.kind.name}_partition_count_mismatch", partitions=self.count, others=others,
+            log.error("partition_count_mismatch", kind=self.kind.name, partitions=self.count, others=others,
                       hint=f"replicas with another {self.kind.setting} lead; this one takes no partition until they "
                            f"are gone (every {self.kind.name} of a deployment must run with the same count)")
         self.mismatch = others
@@ -134,7 +134,7 @@ class PartitionLeases:
             await db.execute("SELECT pg_advisory_unlock($1::int, $2::int)", self.kind.partition_lock,
                              self.count * LOCK_SPAN + partition)
         self.led -= partitions
-        log.info(f"{self.kind.name}_partitions_handed_back", partitions=sorted(partitions), led=sorted(self.led),
+        log.info("partitions_handed_back", kind=self.kind.name, partitions=sorted(partitions), led=sorted(self.led),
                  members=self.members)
         self._publish_metrics()
 

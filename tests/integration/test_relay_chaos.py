@@ -35,10 +35,10 @@ class Relays(ServiceProcesses):
         super().__init__("relay", stack.environment(), log_dir)
 
     async def leading(self, candidates: list[subprocess.Popen], timeout: float = 30) -> subprocess.Popen:
-        """The relay among the candidates that has taken the lead (it logs `relay_leading`)."""
+        """The relay among the candidates that has taken the lead (it logs `partitions_leading`)."""
         for _ in range(int(timeout / 0.1)):
             for process in candidates:
-                if "relay_leading" in self.log_of(process):
+                if "partitions_leading" in self.log_of(process):
                     return process
             await asyncio.sleep(0.1)
         raise AssertionError("no relay took the lead")
@@ -167,7 +167,7 @@ async def test_two_relays_at_once_keep_the_stream_exact_and_the_standby_takes_ov
         await wait_until_published(relay_stack.db)
     finally:
         relays.stop_all()
-    assert "relay_leading" in relays.log_of(standby)
+    assert "partitions_leading" in relays.log_of(standby)
     events = await stream_events(relay_stack.settings)
     assert_exact_stream(events, CASES, DECISIONS_PER_CASE)
     await assert_outbox_published_once(relay_stack.db, events)

@@ -156,7 +156,7 @@ async def test_relays_with_another_count_or_from_before_partitions_never_lead_be
         await until(lambda: _all_led_by_one(watcher))
         # A relay configured with eight partitions leads nothing while the four-partition relay leads ...
         eight = relays.start(THREADLINE_RELAY_PARTITIONS="8")
-        await relays.logs(eight, "relay_partition_count_mismatch")
+        await relays.logs(eight, "partition_count_mismatch")
         led = await leaders(watcher)
         assert len(led) == 1 and await _all_led_by_one(watcher)
         # ... and takes all eight once it is gone (a rolling restart to a new count).

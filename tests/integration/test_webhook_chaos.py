@@ -32,7 +32,7 @@ class WebhookProcesses(ServiceProcesses):
             "THREADLINE_WEBHOOK_POLL_INTERVAL": "0.2", **settings}, log_dir)
 
     async def start_consuming(self) -> subprocess.Popen:
-        return await self.started("webhooks_consumer_started")
+        return await self.started("consumer_started")
 
 
 @pytest.fixture
