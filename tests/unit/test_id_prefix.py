@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.errors import InvalidArgument, NotFound
-from shared.id_prefix import full_uuid, the_one, uuid_range
+from shared.id_prefix import full_uuid, resolve, the_one, uuid_range
 
 ID = "f8208a12-3c4d-4e5f-8a6b-7c8d9e0f1a2b"
 
@@ -32,3 +32,22 @@ def test_a_whole_id_is_taken_as_it_is_and_a_prefix_names_one_id_or_is_refused():
     with pytest.raises(NotFound) as none:
         the_one("f8208a13", [], what="proposal", field="proposalId", hint=hint)
     assert (none.value.field, none.value.hint) == ("proposalId", hint)
+
+
+async def test_resolve_names_the_whole_id_and_refuses_what_no_id_can_start_with_as_the_caller_words_it():
+    asked: list[tuple[str, str, int]] = []
+
+    async def ids_between(low: str, high: str, limit: int) -> list[str]:
+        asked.append((low, high, limit))
+        return [i for i in (ID,) if low <= i <= high][:limit]
+
+    named = {"what": "delta", "field": "operationId", "hint": "list them"}
+    assert await resolve(ID.upper(), ids_between, **named) == ID and asked == [], "a whole id needs no lookup"
+    assert await resolve(ID[:8], ids_between, **named) == ID
+    with pytest.raises(NotFound) as plain:
+        await resolve("0000000x", ids_between, **named)
+    assert (plain.value.message, plain.value.field, plain.value.hint) == ("there is no delta '0000000x'",
+                                                                           "operationId", "list them")
+    with pytest.raises(NotFound) as worded:
+        await resolve("0000000x", ids_between, **named, missing="there is no delta 0000000x")
+    assert worded.value.message == "there is no delta 0000000x" and len(asked) == 1
