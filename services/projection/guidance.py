@@ -1,10 +1,11 @@
 """`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first (those on the calling
 agent's own proposals and case guidance before the others), newest first, never pushed out of reach by computed
-gaps; the gaps summarised after them in one entry (counts by kind, the first few, and the calls that list and find
-them all)."""
+gaps; the gaps summarised in one entry on the first page (counts by kind, the first few, and the calls that list and
+find them all); the notes past the last page a cursor reaches summarised in one entry on that page."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from services.projection import domain
@@ -13,6 +14,8 @@ from services.projection.view_rows import UNRESOLVED
 from shared.search_contracts import EVERYTHING
 
 FIRST_GAPS = 5  # the gaps the summary names; a search lists every claim with one
+OLDER_PROPOSALS = 40  # the proposals the older notes' summary names
+OLDER_NOTES = 5  # the most frequent of the older notes' texts it quotes
 
 
 def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[str]]],
@@ -35,19 +38,51 @@ def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[st
                 "a claim in full.",
         "next": {"tool": "search_workspace", "arguments": {"expectedCaseId": case_id, "query": EVERYTHING,
                                                            "kinds": ["claim"], "gap": "any"}},
-        **({"inspect": {"tool": "inspect_claims", "arguments": {"claimIds": claims}}} if claims else {}),
+        **({"inspect": {"tool": "inspect_claims", "arguments": {"expectedCaseId": case_id, "claimIds": claims}}}
+           if claims else {}),
+    }
+
+
+def older_notes_summary(older: list[dict[str, Any]]) -> dict[str, Any]:
+    """One guidance entry for the notes past the last page get_workspace's cursor reaches (it stops at 96): how many,
+    the proposals they are on, and the texts they say most often. No agent tool reads a decision's note but guidance,
+    so the summary carries what they say, counted."""
+    proposal_ids = list(dict.fromkeys(e["proposalId"] for e in older if e.get("proposalId")))
+    said = Counter(e["note"] for e in older)
+    return {
+        "type": "older_notes",
+        "total": len(older),
+        "proposalIds": proposal_ids[:OLDER_PROPOSALS],
+        "proposalsOmitted": max(0, len(proposal_ids) - OLDER_PROPOSALS),
+        "rejected": sum(len(e.get("rejected", [])) for e in older),
+        "caseGuidance": sum(1 for e in older if e["type"] == "case_guidance"),
+        "notes": [{"note": note, "count": count} for note, count in said.most_common(OLDER_NOTES)],
+        "note": f"{len(older)} older reviewers' note(s) are past the last page get_workspace's cursor reaches; "
+                f"they are on {len(proposal_ids)} proposal(s) (the first {min(len(proposal_ids), OLDER_PROPOSALS)} "
+                "named here) and the texts they say most often are counted here. No other tool reads a decision's "
+                "note; get_workspace scope=proposals lists your recent proposals and their items' status.",
     }
 
 
 async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None, counts: dict[str, int],
                    agent: str) -> dict[str, Any]:
     """Reviewers' notes on the agent's own proposals and case guidance, then the notes on other agents' proposals,
-    each newest first; then one summary of the gaps the ledger shows (the unresolved items)."""
+    each newest first, paged by offset. The first page also carries one summary of the gaps the ledger shows (the
+    unresolved items), the last page a cursor reaches one summary of the notes past it: neither takes a note's place,
+    so every note is on a page or in that summary, and the gaps are one call away however many notes there are."""
     start = cursor or 0
     notes = await uow.reads.guidance_total(case_id)
-    chunk = (await uow.reads.guidance(case_id, start + domain.PAGE_SIZE, agent))[start:] if start < notes else []
+    # The last page a cursor reaches (its next cursor would pass 96), with notes past it.
+    beyond = start + domain.PAGE_SIZE > domain.MAX_CURSOR and notes > start + domain.PAGE_SIZE
+    read = await uow.reads.guidance(case_id, notes if beyond else start + domain.PAGE_SIZE, agent) \
+        if start < notes else []
+    page = domain.page_of(read[start:start + domain.PAGE_SIZE], start, notes, "guidance")
     gaps = counts.get(UNRESOLVED, 0)
-    if gaps and len(chunk) < domain.PAGE_SIZE and start <= notes:
+    if gaps and start == 0:
         first = await uow.views.unresolved_page(case_id, 0, FIRST_GAPS)
-        chunk.append(gaps_summary(case_id, gaps, await uow.views.unresolved_by_type(case_id, FIRST_GAPS), first))
-    return domain.page_of(chunk, start, notes + (1 if gaps else 0), "guidance")
+        page["items"].append(gaps_summary(case_id, gaps, await uow.views.unresolved_by_type(case_id, FIRST_GAPS),
+                                          first))
+    if beyond:
+        page["items"].append(older_notes_summary(read[start + domain.PAGE_SIZE:]))
+    page["total"] = notes + (1 if gaps else 0)
+    return page

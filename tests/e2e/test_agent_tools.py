@@ -510,12 +510,13 @@ async def test_guidance_pages_by_cursor_and_says_which_call_reads_the_next_page(
                 assert (await api.post(f"/api/v1/cases/{agent.case_id}/guidance",
                                        json={"text": f"note {i}"})).status_code == 201
         first = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]
-        assert [e["note"] for e in first["items"]] == [f"note {i}" for i in range(12, 0, -1)]
+        assert [e["note"] for e in first["items"][:12]] == [f"note {i}" for i in range(12, 0, -1)]
+        assert first["items"][12]["type"] == "gaps" and len(first["items"]) == 13  # beside the notes, on page one
         assert first["nextCursor"] == 12
         assert first["next"] == {"tool": "get_workspace", "arguments": {"scope": "guidance", "cursor": 12}}
         second = (await agent.ok("get_workspace", first["next"]["arguments"]))["guidance"]
-        assert second["offset"] == 12 and second["items"][0]["note"] == "note 0"
-        assert second["items"][1]["type"] == "gaps" and second["nextCursor"] is None
+        assert second["offset"] == 12 and [e["note"] for e in second["items"]] == ["note 0"]
+        assert second["nextCursor"] is None and second["total"] == 14
         everything = await agent.ok("get_workspace", {"scope": "all"})
         assert everything["guidance"]["next"]["arguments"]["scope"] == "guidance"
 

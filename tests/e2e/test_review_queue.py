@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx2
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from services.projection.domain import MAX_CURSOR, PAGE_SIZE
 from shared.db.tables import decisions, item_decisions, possible_duplicates, proposal_items, proposals
@@ -298,6 +298,47 @@ async def test_an_agents_own_duplicate_note_is_on_its_first_guidance_page_howeve
         assert f"claim again duplicates the canonical claim {canonical}" in mine["note"]
         assert [e["note"] for e in guidance["items"][1:4]] == [f"Not this one ({i})." for i in (others - 1, others - 2,
                                                                                                others - 3)]
+
+
+async def test_every_note_of_a_busy_agent_and_the_gaps_summary_are_within_reach_of_its_guidance(stack):
+    """More notes on an agent's own proposals than the pages a cursor reaches (96 is its bound) hold: the gaps
+    summary is on the first page and takes no note's place, and the last page carries one entry of the older notes
+    naming how many, their proposals and what they say."""
+    async with agent_session(stack) as agent:
+        count = MAX_CURSOR + PAGE_SIZE + 2
+        await _noted_rejections(stack, agent.case_id, agent.name, count)
+        pages, arguments = [], {"scope": "guidance"}
+        while True:
+            page = (await agent.ok("get_workspace", arguments))["guidance"]
+            pages.append(page)
+            if page["nextCursor"] is None:
+                break
+            arguments = page["next"]["arguments"]
+        first, last = pages[0], pages[-1]
+        assert first["items"][-1]["type"] == "gaps" and first["items"][-1]["byKind"] == {"missing_verdict": 1}
+        assert first["total"] == count + 1 and last["offset"] == MAX_CURSOR
+        notes = [e["note"] for page in pages for e in page["items"] if e["type"] == "decision_note"]
+        assert notes == [f"Not this one ({i})." for i in range(count - 1, 1, -1)]  # 108, newest first, none pushed
+        older = last["items"][-1]
+        assert older["type"] == "older_notes" and older["total"] == 2 and last["omitted"] == 2
+        assert older["notes"] == [{"note": "Not this one (1).", "count": 1}, {"note": "Not this one (0).", "count": 1}]
+        async with stack.db.engine.connect() as connection:
+            on = dict((await connection.execute(select(decisions.c.note, decisions.c.proposal_id).where(
+                decisions.c.case_id == agent.case_id))).all())
+        assert older["proposalIds"] == [str(on["Not this one (1)."]), str(on["Not this one (0)."])]
+        assert older["rejected"] == 2 and older["proposalsOmitted"] == 0
+
+
+async def test_the_calls_the_gaps_summary_suggests_run_as_given(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        await agent.accepted("stage_claims", claims=[claim_item("shaky", [source], confidence="disputed")])
+        summary = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"][-1]
+        assert summary["type"] == "gaps" and "shaky" in summary["inspect"]["arguments"]["claimIds"]
+        listed = await agent.ok(summary["next"]["tool"], summary["next"]["arguments"])
+        assert "shaky" in [h["id"] for h in listed["hits"]]
+        read = await agent.ok(summary["inspect"]["tool"], summary["inspect"]["arguments"])
+        assert [c["id"] for c in read["claims"]] == summary["inspect"]["arguments"]["claimIds"]
 
 
 async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
