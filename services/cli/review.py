@@ -120,11 +120,17 @@ def list_(
     for p in listed["proposals"]:
         table.add_row(p["proposalId"], p["kind"], p["status"], p["provenance"]["agent"],
                       when(p["provenance"]["stagedAt"]),
-                      ", ".join(f"{i['itemId']} ({i['status']}{', possible duplicate' if i.get('possibleDuplicates') else ''})"
+                      ", ".join(f"{i['itemId']} ({i['status']}{', possible duplicate' if _still_open(i) else ''})"
                                 for i in p["items"]))
     console.print(table)
     if listed.get("nextCursor"):
         console.print(f"more: --cursor {listed['nextCursor']}", markup=False, highlight=False)
+
+
+def _still_open(item: dict[str, Any]) -> bool:
+    """A pending item with a possible duplicate still canonical or pending (one rejected or retired since is none)."""
+    return item["status"] == "pending" and any(
+        d["of"]["status"] in ("canonical", "pending") for d in item.get("possibleDuplicates", []))
 
 
 @app.command()
@@ -142,8 +148,11 @@ def show(proposal: ProposalId, url: Url = None, token: Token = None, data_dir: D
         console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
         for similar in item.get("possibleDuplicates", []):
             of = similar["of"]
-            console.print(f"possible duplicate of {of['status']} {of['kind']} {of['id']} "
-                          f"(similarity {similar['similarity']:.2f})", style="yellow", markup=False)
+            said = (f"restated later by pending {of['kind']} {of['id']}" if similar.get("restatedLater") else
+                    f"possible duplicate of {of['status']} {of['kind']} {of['id']}"
+                    if of["status"] in ("canonical", "pending") else f"resembles {of['kind']} {of['id']}, since "
+                    f"{of['status']}")
+            console.print(f"{said} (similarity {similar['similarity']:.2f})", style="yellow", markup=False)
         preview = item.get("wouldChange")
         if preview:
             console.print(f"accepting would: {json.dumps(preview['change'], ensure_ascii=False)}")

@@ -59,6 +59,25 @@ def _mentions(word: str) -> Any:
         or_(proposal_items.c.item_id.ilike(pattern, escape="\\"), in_text)).correlate(proposals))
 
 
+def _open_duplicate() -> Any:
+    """Proposals with an undecided item flagged as a possible duplicate of a record still canonical (or a pending
+    item still undecided), or named as restated by a later item still undecided: what the queue calls possible
+    duplicates (services/review/duplicate_views.py lists the same)."""
+    flag, named, item = possible_duplicates, item_decisions.alias("named"), item_decisions.alias("item")
+    undecided = ~exists().where(item.c.proposal_id == flag.c.proposal_id, item.c.item_id == flag.c.item_id)
+    named_undecided = ~exists().where(named.c.proposal_id == flag.c.of_proposal_id, named.c.item_id == flag.c.of_id)
+    canonical = or_(
+        and_(flag.c.of_kind == "claim", exists().where(
+            claims.c.case_id == proposals.c.case_id, claims.c.claim_id == flag.c.of_id, claims.c.status == "active")),
+        and_(flag.c.of_kind == "source", exists().where(
+            sources.c.case_id == proposals.c.case_id, sources.c.source_id == flag.c.of_id,
+            sources.c.status == "active")))
+    resembles = exists().where(flag.c.proposal_id == proposals.c.proposal_id, undecided,
+                               or_(canonical, and_(flag.c.of_proposal_id.is_not(None), named_undecided)))
+    restated = exists().where(flag.c.of_proposal_id == proposals.c.proposal_id, undecided, named_undecided)
+    return or_(resembles, restated)
+
+
 def _filtered(query: Any, wanted: QueueQuery) -> Any:
     """`query` (of proposals) narrowed to the case, the status and every filter asked."""
     query = query.where(proposals.c.case_id == wanted.case_id)
@@ -74,7 +93,7 @@ def _filtered(query: Any, wanted: QueueQuery) -> Any:
     for word in wanted.words:
         query = query.where(_mentions(word))
     if wanted.duplicates:
-        query = query.where(exists().where(possible_duplicates.c.proposal_id == proposals.c.proposal_id))
+        query = query.where(_open_duplicate())
     return query
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import insert, select
 from services.projection.domain import MAX_CURSOR, PAGE_SIZE
 from shared.db.tables import decisions, item_decisions, possible_duplicates, proposal_items, proposals
 from tests.e2e.test_review_cli import threadline
+from tests.events import wait_until_projected, wait_until_published
 from tests.factories import (
     NEXT_YEAR,
     Agent,
@@ -87,8 +88,12 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         assert _ids(await _queue(stack, case, duplicates="true")) == []
         await _flag(stack, wind["proposalId"], "wind", "heat", "pending", heat["proposalId"])
         flagged = await _queue(stack, case, duplicates="true")
-        assert _ids(flagged) == [wind["proposalId"]]
-        assert flagged["proposals"][0]["items"][0]["possibleDuplicates"][0] == {
+        assert _ids(flagged) == [heat["proposalId"], wind["proposalId"]]  # heat is restated by wind, both pending
+        assert flagged["proposals"][0]["items"][0]["possibleDuplicates"] == [{
+            "itemId": "heat", "similarity": 0.91, "restatedLater": True, "of": {
+                "kind": "claim", "id": "wind", "status": "pending", "proposalId": wind["proposalId"],
+                "text": "Wind output rose 40%."}}]
+        assert flagged["proposals"][1]["items"][0]["possibleDuplicates"][0] == {
             "itemId": "wind", "similarity": 0.91, "flaggedAs": "pending", "of": {
                 "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"],
                 "text": "Heat pumps cut emissions."}}
@@ -339,6 +344,59 @@ async def test_the_calls_the_gaps_summary_suggests_run_as_given(stack):
         assert "shaky" in [h["id"] for h in listed["hits"]]
         read = await agent.ok(summary["inspect"]["tool"], summary["inspect"]["arguments"])
         assert [c["id"] for c in read["claims"]] == summary["inspect"]["arguments"]["claimIds"]
+
+
+async def test_possible_duplicates_follow_the_decisions_made_since_staging_in_both_directions(stack):
+    """x-second restates x-first, staged while it was pending; y-second restates y-first. Once x-first is rejected,
+    x-second is no possible duplicate in the queue, its page shows x-first as rejected since and offers nothing; y-first,
+    staged first, shows its later restatement, and its page and y-second's offer each other."""
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        said = {"x": "Copper output at the Kamoa mine rose by a third in 2023, the operator's report says.",
+                "y": "Cobalt exports from the Katanga province halved between 2019 and 2022, customs data show."}
+        first = {k: await agent.stage("stage_claims", claims=[claim_item(f"{k}-first", [source], text=text)])
+                 for k, text in said.items()}
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)  # pending items are compared once indexed
+        name, token = await _second_agent(stack, agent.case_id)
+        async with stack.agent(token) as mcp:
+            other = Agent(stack, agent.case_id, token, name, mcp)
+            second = {k: await other.stage("stage_claims", claims=[claim_item(f"{k}-second", [source], text=text)])
+                      for k, text in said.items()}
+        for k in said:
+            assert [(f["of"]["id"], f["of"]["status"]) for f in second[k]["possibleDuplicates"]] == [
+                (f"{k}-first", "pending")]
+        await decide(stack, first["x"]["proposalId"], reject=["x-first"], note="Which operator?")
+
+        async with stack.api("reviewer") as api:
+            shown = {(k, n): (await api.get(f"/api/v1/proposals/{staged[k]['proposalId']}")).json()["items"][0]
+                     for n, staged in (("first", first), ("second", second)) for k in said}
+        assert [(f["of"]["id"], f["of"]["status"]) for f in shown["x", "second"]["possibleDuplicates"]] == [
+            ("x-first", "rejected")]
+        assert [(f["of"]["id"], f["of"]["status"], f["of"]["proposalId"], f.get("restatedLater"))
+                for f in shown["y", "first"]["possibleDuplicates"]] == [
+            ("y-second", "pending", second["y"]["proposalId"], True)]
+        assert shown["y", "first"]["possibleDuplicates"][0]["of"]["text"] == said["y"]
+        assert shown["x", "first"]["possibleDuplicates"] == []  # rejected: x-second restates nothing pending
+        flagged = _ids(await _queue(stack, agent.case_id, duplicates="true"))
+        assert flagged == [first["y"]["proposalId"], second["y"]["proposalId"]]
+
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            pages = {k: {n: (await http.get(f"/ui/proposals/{staged[k]['proposalId']}")).text
+                         for n, staged in (("first", first), ("second", second))} for k in said}
+            queue = (await http.get(f"/ui/cases/{agent.case_id}")).text
+        offered = re.compile(r'<input type="text" class="duplicate-of" name="of:([a-z-]+)" value="([^"]*)"')
+        assert offered.findall(pages["x"]["second"]) == [("x-second", "")]
+        assert re.search(r'>x-first</a>\s*<span class="muted">, since rejected</span>', pages["x"]["second"])
+        assert '<option value="x-first">' not in pages["x"]["second"]
+        assert offered.findall(pages["y"]["second"]) == [("y-second", "y-first")]
+        assert offered.findall(pages["y"]["first"]) == [("y-first", "y-second")]
+        assert "restated later by claim" in pages["y"]["first"]
+        row = re.search(rf'<tr data-proposal="{second["x"]["proposalId"]}">(.*?)</tr>', queue, re.S)[1]
+        assert "possible duplicate" not in row
+        row = re.search(rf'<tr data-proposal="{first["y"]["proposalId"]}">(.*?)</tr>', queue, re.S)[1]
+        assert 'title="possible duplicate of y-second"' in row
 
 
 async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
