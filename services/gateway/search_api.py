@@ -25,11 +25,12 @@ router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
 KINDS = get_args(SearchKind)
 
 
-def search_kinds(kinds: str | None) -> list[str] | None:
-    """`kinds=claim,source` (or the parameter repeated): each a kind of record, else a refusal naming it."""
-    if kinds is None or not kinds.strip():
+def search_kinds(kinds: list[str] | None) -> list[str] | None:
+    """`kinds=claim,source` (or the parameter repeated, each value comma-separated too): each a kind of record, else
+    a refusal naming it."""
+    named = list(dict.fromkeys(k.strip() for value in kinds or () for k in value.split(",") if k.strip()))
+    if not named:
         return None
-    named = list(dict.fromkeys(k.strip() for k in kinds.split(",") if k.strip()))
     unknown = [k for k in named if k not in KINDS]
     if unknown:
         raise InvalidArgument(f"kinds: {unknown[0][:40]!r} is no kind of record (one of {', '.join(KINDS)})",
@@ -61,8 +62,9 @@ async def case_search(
     case_id: CaseId,
     request: Request,
     q: Annotated[SearchQuery, Query(description="An id (or the start of one), or words of a record's text.")],
-    kinds: Annotated[str | None, Query(max_length=80, description="Only these kinds of record, comma-separated: "
-                                                                  "source, claim, relation, group.")] = None,
+    kinds: Annotated[list[str] | None, Query(max_length=80, description="Only these kinds of record, comma-separated "
+                                                                        "or the parameter repeated: source, claim, "
+                                                                        "relation, group.")] = None,
     status: Annotated[SearchStatus, Query(description="canonical (default), pending, retired or any.")] = "canonical",
     gap: Annotated[Gap | None, Query(description="Only canonical claims with a gap of this type, or any (q=* lists "
                                                  "them all), each hit naming its gaps.")] = None,

@@ -24,7 +24,7 @@ async def search_page(
     request: Request,
     case_id: CaseId,
     q: Annotated[str, Query(max_length=QUERY_CHARS), Storable] = "",  # blank opens the empty search form
-    kinds: Annotated[str | None, Query(max_length=80)] = None,
+    kinds: Annotated[list[str] | None, Query(max_length=80)] = None,
     status: SearchStatus = "canonical",
     cursor: Annotated[str | None, Query(max_length=LISTING_CURSOR_CHARS, pattern=r"^[A-Za-z0-9_-]+$")] = None,
     principal: Principal = Reviewer,
@@ -39,5 +39,5 @@ async def search_page(
         except ThreadlineError as error:
             return failure(request, error)
     # The page number of a search; a `*` listing's later pages are positions, reached on from its first page.
-    return render(request, "search.html", case_id=case_id, q=q, kinds=kinds or "", in_status=status, found=found,
-                  page=None if isinstance(at, str) else at or 1)
+    return render(request, "search.html", case_id=case_id, q=q, kinds=",".join(kinds or ()), in_status=status,
+                  found=found, page=None if isinstance(at, str) else at or 1)

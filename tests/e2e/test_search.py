@@ -222,6 +222,33 @@ async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_t
         assert [(h["id"], h["match"]) for h in searched["hits"]] == [("c-heat", "text")]
 
 
+async def test_the_case_search_takes_kinds_repeated_as_it_takes_them_comma_separated(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("s-copper", title="Copper smelter output")])
+        await agent.accepted("stage_claims", claims=[claim_item("c-copper", ["s-copper"],
+                                                                text="Copper output rose at the smelter.")])
+        await agent.accepted("stage_claims", claims=[claim_item("c-other", ["s-copper"], text="Copper prices fell.")])
+        await agent.accepted("stage_relations", relations=[relation_item(
+            "r-copper", "c-other", "c-copper", rationale="Copper prices fell as copper output rose.")])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        url = f"/api/v1/cases/{agent.case_id}/search"
+        async with stack.api("reviewer") as api:
+            repeated = (await api.get(url, params=[("q", "copper"), ("kinds", "claim"), ("kinds", "source")])).json()
+            listed = (await api.get(url, params={"q": "copper", "kinds": "claim,source"})).json()
+            mixed = (await api.get(url, params=[("q", "copper"), ("kinds", "claim,source"), ("kinds", "claim")])).json()
+            refused = await api.get(url, params=[("q", "copper"), ("kinds", "claim"), ("kinds", "nope")])
+        assert sorted(h["id"] for h in repeated["hits"]) == ["c-copper", "c-other", "s-copper"]
+        assert repeated["kinds"] == listed["kinds"] == mixed["kinds"] == ["claim", "source"]
+        assert repeated["hits"] == listed["hits"] == mixed["hits"] and repeated["total"] == 3
+        assert refused.status_code == 422 and refused.json()["error"]["field"] == "kinds", refused.text
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}/search",
+                                   params=[("q", "copper"), ("kinds", "claim"), ("kinds", "source")])).text
+        assert "s-copper" in page and "c-copper" in page and "r-copper" not in page
+
+
 async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_from_its_active_sources(stack):
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[
