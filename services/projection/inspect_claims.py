@@ -10,6 +10,7 @@ from sqlalchemy import text
 from services.projection.ports import ProjectionUnitOfWork
 from shared import grounding, ledger
 from shared.contracts import ToolRequest
+from shared.kinds import KINDS
 from shared.search_contracts import InspectClaimsArgs
 
 RELATIONS_CAP = 12  # relations in, and out, of each claim
@@ -36,6 +37,16 @@ SELECT c.claim_id, c.text, c.kind, c.confidence, c.status, c.transformation_note
 FROM claims c LEFT JOIN view_claims v ON v.case_id = c.case_id AND v.claim_id = c.claim_id
 WHERE c.case_id = :case_id AND c.claim_id = ANY(CAST(:ids AS text[]))
 """
+
+
+# Ids staged as claims in undecided items of the case's proposals (each with its proposal): no claims of the case yet.
+_PENDING = """
+SELECT i.item_id, p.proposal_id::text AS proposal_id FROM proposals p JOIN proposal_items i USING (proposal_id)
+WHERE p.case_id = :case_id AND p.kind = ANY(CAST(:kinds AS text[])) AND i.item_id = ANY(CAST(:ids AS text[]))
+  AND NOT EXISTS (SELECT 1 FROM item_decisions d WHERE d.proposal_id = i.proposal_id AND d.item_id = i.item_id)
+ORDER BY p.created_at, p.proposal_id
+"""
+STAGING_CLAIMS = [k.name for k in KINDS.values() if k.record == "claim"]
 
 
 def _claim(row: Any) -> dict[str, Any]:
@@ -65,11 +76,18 @@ async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: Projectio
                                              {"c": args.expected_case_id})).scalar_one_or_none()
         rows = {r.claim_id: r for r in await connection.execute(
             text(_CLAIMS), {"case_id": args.expected_case_id, "ids": list(args.claim_ids)})}
-    unknown = [c for c in args.claim_ids if c not in rows]
+        missing = [c for c in args.claim_ids if c not in rows]
+        staged = (await connection.execute(text(_PENDING), {
+            "case_id": args.expected_case_id, "kinds": STAGING_CLAIMS, "ids": missing})).all() if missing else []
+    pending = [{"id": item_id, "proposalId": proposal_id} for item_id, proposal_id in staged]
+    unknown = [c for c in missing if c not in {p["id"] for p in pending}]
     return {
         "caseId": args.expected_case_id, "workspaceRevision": revision,
         "claims": [_claim(rows[c]) for c in args.claim_ids if c in rows],
         "unknownClaimIds": unknown,
         **({"unknownHint": "these ids are no claims of the case: find claims with search_workspace"}
            if unknown else {}),
+        **({"pendingClaimIds": pending,
+            "pendingHint": "these ids are staged in the proposals named, pending review: not yet claims of the case; "
+                           "search_workspace with status=pending finds them, with their text"} if pending else {}),
     }

@@ -249,6 +249,26 @@ async def test_the_case_search_takes_kinds_repeated_as_it_takes_them_comma_separ
         assert "s-copper" in page and "c-copper" in page and "r-copper" not in page
 
 
+async def test_inspect_claims_names_a_pending_claim_with_its_proposal_not_as_no_claim_of_the_case(stack):
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1, claims=1)
+        staged = await agent.stage("stage_claims", claims=[claim_item("pend-dup", made["sources"],
+                                                                      text="Zinc smelting resumed at the plant.")])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+        listed = await agent.ok("search_workspace", {"expectedCaseId": agent.case_id, "query": "pend-dup",
+                                                     "status": "pending"})
+        assert [(h["id"], h["proposalId"]) for h in listed["hits"]] == [("pend-dup", staged["proposalId"])]
+        read = await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id,
+                                                 "claimIds": [made["claims"][0], "pend-dup", "c-nope"]})
+        assert [c["id"] for c in read["claims"]] == [made["claims"][0]]
+        assert read["pendingClaimIds"] == [{"id": "pend-dup", "proposalId": staged["proposalId"]}]
+        assert "pending" in read["pendingHint"] and read["unknownClaimIds"] == ["c-nope"]
+        await decide(stack, staged["proposalId"], reject=["pend-dup"])
+        again = await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id, "claimIds": ["pend-dup"]})
+        assert again["unknownClaimIds"] == ["pend-dup"] and "pendingClaimIds" not in again
+
+
 async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_from_its_active_sources(stack):
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[
