@@ -49,7 +49,7 @@ ORDER BY p.created_at, p.proposal_id
 STAGING_CLAIMS = [k.name for k in KINDS.values() if k.record == "claim"]
 
 
-def _claim(row: Any) -> dict[str, Any]:
+def _claim(row: Any, case_id: str) -> dict[str, Any]:
     grounded = grounding.label((s["type"], s["publisher"]) for s in row.sources if s["status"] == "active")
     into, out = row.into, row.out_of
     return {
@@ -59,12 +59,21 @@ def _claim(row: Any) -> dict[str, Any]:
         **grounded,
         "transformationNote": row.transformation_note, "proposalRationale": row.proposal_rationale,
         "sources": [{k: s[k] for k in ("id", "title", "type", "status")} for s in row.sources],
-        "relations": {"in": list(into["first"]), "out": list(out["first"]),
-                      "omitted": {"in": into["n"] - len(into["first"]), "out": out["n"] - len(out["first"])}},
+        "relations": _relations(row.claim_id, case_id, into, out),
         "groups": row.groups,
         "provenance": {"stagedBy": row.staged_by, "proposalId": row.proposal_id, "acceptedBy": row.decided_by,
                        "revision": row.revision},
     }
+
+
+def _relations(claim_id: str, case_id: str, into: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """The first relations in and out; past the cap, the search that pages through every active relation of the
+    claim (an exact claim id lists them after the claim)."""
+    omitted = {"in": into["n"] - len(into["first"]), "out": out["n"] - len(out["first"])}
+    more = {"tool": "search_workspace", "arguments": {"expectedCaseId": case_id, "query": claim_id,
+                                                      "kinds": ["relation"]}}
+    return {"in": list(into["first"]), "out": list(out["first"]), "omitted": omitted,
+            **({"more": more} if any(omitted.values()) else {})}
 
 
 async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
@@ -83,7 +92,7 @@ async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: Projectio
     unknown = [c for c in missing if c not in {p["id"] for p in pending}]
     return {
         "caseId": args.expected_case_id, "workspaceRevision": revision,
-        "claims": [_claim(rows[c]) for c in args.claim_ids if c in rows],
+        "claims": [_claim(rows[c], args.expected_case_id) for c in args.claim_ids if c in rows],
         "unknownClaimIds": unknown,
         **({"unknownHint": "these ids are no claims of the case: find claims with search_workspace"}
            if unknown else {}),

@@ -58,6 +58,11 @@ WITH hits AS (
          CASE WHEN record_id = :id THEN 2.0 ELSE 1.0 END AS score
   FROM search_records WHERE {_FILTER} AND :id <> '' AND record_id LIKE CAST(:id_prefix AS text) COLLATE "C"
   UNION ALL
+  SELECT kind, record_id, proposal_id, status, headline, 0, 1.5  -- a claim's active relations, after the claim
+  FROM search_records WHERE {_FILTER} AND :id <> '' AND kind = 'relation' AND proposal_id = '' AND record_id IN (
+    SELECT relation_id FROM relations WHERE case_id = :case_id AND status = 'active'
+      AND (source_claim_id = :id OR target_claim_id = :id))
+  UNION ALL
   SELECT kind, record_id, proposal_id, status, headline, 1, ts_rank_cd(tsv, websearch_to_tsquery('english', :plain))
   FROM search_records WHERE {_FILTER} AND tsv @@ websearch_to_tsquery('english', :plain)
   UNION ALL

@@ -269,6 +269,38 @@ async def test_inspect_claims_names_a_pending_claim_with_its_proposal_not_as_no_
         assert again["unknownClaimIds"] == ["pend-dup"] and "pendingClaimIds" not in again
 
 
+async def test_a_claims_relations_past_inspects_cap_are_paged_by_searching_its_id(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        hub, spokes = "c-000100", [f"c-0001{i:02d}" for i in range(1, 19)]
+        for at in range(0, 1 + len(spokes), 4):
+            await agent.accepted("stage_claims", claims=[claim_item(c, [source], text=f"Finding {c} on tin output.")
+                                                         for c in [hub, *spokes][at:at + 4]])
+        relations = [relation_item(f"r-{c}", c, hub, rationale=f"Tin output {i}.") for i, c in enumerate(spokes)]
+        for at in range(0, len(relations), 6):
+            await agent.accepted("stage_relations", relations=relations[at:at + 6])
+        await agent.accepted("stage_relations", relations=[relation_item("r-out", hub, spokes[0], "qualifies")])
+        await wait_until_published(stack.db)
+        await wait_until_projected(stack.settings)
+
+        (claim,) = (await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id, "claimIds": [hub]}))["claims"]
+        assert claim["relations"]["omitted"] == {"in": 6, "out": 0}
+        more = claim["relations"]["more"]
+        assert more == {"tool": "search_workspace", "arguments": {
+            "expectedCaseId": agent.case_id, "query": hub, "kinds": ["relation"]}}
+        listed = await _every_page(agent, more["arguments"])
+        assert sorted(h["id"] for h in listed) == sorted([*(r["id"] for r in relations), "r-out"])
+        assert {(h["kind"], h["status"]) for h in listed} == {("relation", "canonical")}
+        first = await agent.ok("search_workspace", {"expectedCaseId": agent.case_id, "query": hub})
+        assert first["hits"][0]["id"] == hub and {h["kind"] for h in first["hits"][1:]} == {"relation"}
+        # A spoke's own relations: its one in and its one out, not the hub's others.
+        spoke = await agent.ok("search_workspace", {"expectedCaseId": agent.case_id, "query": spokes[0],
+                                                    "kinds": ["relation"]})
+        assert sorted(h["id"] for h in spoke["hits"]) == sorted([f"r-{spokes[0]}", "r-out"])
+        (few,) = (await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id, "claimIds": [spokes[1]]}))["claims"]
+        assert "more" not in few["relations"]
+
+
 async def test_every_claim_a_search_or_inspect_returns_carries_its_grounding_from_its_active_sources(stack):
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[
