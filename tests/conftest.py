@@ -12,11 +12,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from shared.logging import configure_logging
 from tests.support import TEST_LOG_LEVEL, Servers, Stack, new_deployment, remove_deployment
 
 configure_logging("tests", TEST_LOG_LEVEL, "console")
+
+# Property tests judge what is generated, not how fast: on CI's two shared cores, kept busy, generating inputs can
+# be slow enough for Hypothesis' too_slow health check (or an example's deadline) to fail a test that holds.
+settings.register_profile("threadline", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("threadline")
 
 
 def _dump_tasks(*_: object) -> None:
