@@ -107,7 +107,8 @@ async def resolve_prediction(cmd: ResolvePrediction, uow: ReviewUnitOfWork) -> d
         if revision is None:
             raise domain.case_not_found(cmd.case_id)
         domain.check_expected_revision(cmd.expected_revision, revision)
-        latest = await _check(cmd, uow, uow.now().date())
+        now = uow.now()  # one clock reading: the resolution's time and its revision's are the same instant
+        latest = await _check(cmd, uow, now.date())
         step_revision = await uow.cases.bump(cmd.case_id)
         resolved = ResolvedPrediction(claim_id=cmd.claim_id, resolution_id=str(uuid.uuid4()), outcome=cmd.outcome,
                                       source_id=cmd.source_id, resolved_on=cmd.resolved_on,
@@ -115,12 +116,12 @@ async def resolve_prediction(cmd: ResolvePrediction, uow: ReviewUnitOfWork) -> d
         await uow.resolutions.add({
             "resolution_id": resolved.resolution_id, "case_id": cmd.case_id, "claim_id": cmd.claim_id,
             "outcome": cmd.outcome, "source_id": cmd.source_id, "resolved_on": cmd.resolved_on, "note": cmd.note,
-            "resolved_by": cmd.actor.name, "revision": step_revision, "supersedes": resolved.supersedes})
+            "resolved_by": cmd.actor.name, "revision": step_revision, "supersedes": resolved.supersedes, "at": now})
         verb = "re-resolved" if latest else "resolved"
         step = domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name,
                                      f"{cmd.actor.name} {verb} prediction {cmd.claim_id} {cmd.outcome}",
                                      LedgerChange(resolved=[resolved]))
-        await uow.ledger.log(step, uow.now(), uow.origin.correlation_id)
+        await uow.ledger.log(step, now, uow.origin.correlation_id)
         uow.emit(case(cmd.case_id), step, revision=step_revision)
         uow.emit(case(cmd.case_id), PredictionResolved(
             **resolved.model_dump(), case_id=cmd.case_id, revision=step_revision, resolved_by=cmd.actor.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from services.review import checks_view, domain, duplicate_views, graph, queue, resolutions, views
@@ -124,7 +125,8 @@ async def record_sources(cmd: RecordSources, uow: ReviewUnitOfWork) -> dict[str,
         provenance = Provenance.recorded(cmd.actor.name, uow.now(), step_revision)
         change = await sources.install(uow.ledger, cmd.case_id, cmd.sources, provenance)
         await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name,
-                                               f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change))
+                                               f"{cmd.actor.name} recorded {len(cmd.sources)} source(s)", change),
+                    provenance.decided_at)
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "recorded": [s.id for s in cmd.sources]}
 
@@ -148,7 +150,8 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
         change = LedgerChange(retired=retired, rerated=rerated,
                               grounding=await _grounding(uow, cmd.case_id, citing))
-        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change))
+        await _step(uow, domain.ledger_changed(cmd.case_id, step_revision, cmd.actor.name, summary, change),
+                    provenance.decided_at)
         await uow.commit()
     return {"caseId": cmd.case_id, "revision": step_revision, "retired": retired, "rerated": rerated}
 
@@ -187,9 +190,11 @@ async def _locked(uow: ReviewUnitOfWork, case_id: str, expected_revision: int | 
     return revision
 
 
-async def _step(uow: ReviewUnitOfWork, step: LedgerChanged) -> None:
-    """Log one revision of the ledger and emit its `ledger.changed` event, in the unit of work."""
-    await uow.ledger.log(step, uow.now(), uow.origin.correlation_id)
+async def _step(uow: ReviewUnitOfWork, step: LedgerChanged, at: datetime) -> None:
+    """Log one revision of the ledger and emit its `ledger.changed` event, in the unit of work. `at` is the one
+    clock reading of the change: the time its records were installed or ended at, so that the revision's time
+    (PROV: its activity's start and end) and theirs (generated, invalidated) are the same instant."""
+    await uow.ledger.log(step, at, uow.origin.correlation_id)
     uow.emit(case(step.case_id), step, revision=step.revision)
 
 
@@ -296,4 +301,4 @@ async def _install(uow: ReviewUnitOfWork, proposal: domain.StoredProposal, plan:
             "grounding": await _grounding(uow, proposal.case_id, [c.id for c in change.claims_added])})
     await _step(uow, domain.ledger_changed(proposal.case_id, revision, decision.reviewer,
                                            domain.accepted_summary(proposal, plan, decision.reviewer), change,
-                                           decision.decision_id, proposal.proposal_id))
+                                           decision.decision_id, proposal.proposal_id), provenance.decided_at)

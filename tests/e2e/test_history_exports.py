@@ -148,6 +148,20 @@ async def test_prov_exports_read_back_by_rdflib_equal_the_ledger_at_each_revisio
         t.rsplit("#", 1)[-1] for t in defined}
 
 
+async def test_every_generation_and_invalidation_falls_within_its_activity(stack, history):
+    """PROV-Constraints: an entity is generated (invalidated) within the span of the activity that generated
+    (invalidated) it — the revision's time and its records' times are one clock reading."""
+    agent, _ = history
+    graph = rdflib.Graph().parse(data=(await export(stack, agent.case_id, "prov-turtle")).text, format="turtle")
+    for link, time in (("prov:wasGeneratedBy", "prov:generatedAtTime"),
+                       ("prov:wasInvalidatedBy", "prov:invalidatedAtTime")):
+        spans = PREFIXES + f"""SELECT ?e ?t ?s ?end WHERE {{ ?e {link} ?a ; {time} ?t .
+            ?a prov:startedAtTime ?s ; prov:endedAtTime ?end }}"""
+        assert len(list(graph.query(spans))) >= 5  # the check below has something to check
+        outside = spans.replace("?end }", "?end FILTER(?t < ?s || ?t > ?end) }")
+        assert list(graph.query(outside)) == [], link
+
+
 async def test_nanopublications_one_per_claim_with_their_four_graphs(stack, history):
     agent, marks = history
     for revision in (marks["first_verdict"], marks["claim_retired"]):
