@@ -10,7 +10,8 @@ from shared.contracts import Actor, Contract, Revision, Slug
 
 EXPORT_PAGE_MAX = 2000
 # `outgoing`: the relations in the order of the claims they run from (a nanopublication holds its claim's).
-ExportPart = Literal["case", "sources", "claims", "relations", "outgoing", "groups", "revisions"]
+# `resolutions`: predictions' resolutions in the order of their claims, each claim's in revision order.
+ExportPart = Literal["case", "sources", "claims", "relations", "outgoing", "groups", "revisions", "resolutions"]
 
 
 class CaseAsOf(Contract):

@@ -45,10 +45,11 @@ async def claim_timeline(cmd: ClaimTimeline, uow: ReviewUnitOfWork) -> dict[str,
 
 
 PAGES = {"sources": "sources_page", "claims": "claims_page", "relations": "relations_page",
-         "outgoing": "outgoing_page", "groups": "groups_page"}
+         "outgoing": "outgoing_page", "groups": "groups_page", "resolutions": "resolutions_page"}
 CURSORS = {"sources": lambda r: r["source_id"], "claims": lambda r: r["claim_id"],
            "relations": lambda r: r["relation_id"], "groups": lambda r: r["group_id"],
-           "outgoing": lambda r: f"{r['source_claim_id']} {r['relation_id']}"}
+           "outgoing": lambda r: f"{r['source_claim_id']} {r['relation_id']}",
+           "resolutions": lambda r: f"{r['claim_id']} {r['revision']}"}
 
 
 async def export_page(cmd: ExportPage, uow: ReviewUnitOfWork) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from shared.db.tables import (
     relations,
     sources,
 )
+from shared.errors import InvalidArgument
 
 RECORDS = (("source", sources, sources.c.source_id), ("claim", claims, claims.c.claim_id),
            ("relation", relations, relations.c.relation_id), ("group", merge_groups, merge_groups.c.group_id))
@@ -197,6 +198,22 @@ class SqlHistory:
         fields = [merge_groups.c.group_id, merge_groups.c.label, merge_groups.c.confidence, merge_groups.c.rationale,
                   *(merge_groups.c[name] for name in PROVENANCE), members.label("members")]
         return await self._page(merge_groups, merge_groups.c.group_id, fields, case_id, as_of, after, limit)
+
+    async def resolutions_page(self, case_id: str, as_of: int, after: str | None,
+                               limit: int) -> list[dict[str, Any]]:
+        """Predictions' resolutions made by `as_of`, by claim, each claim's in revision order (its last the one
+        that stands then); `after` is "<claim id> <revision>"."""
+        r = prediction_resolutions.c
+        query = (select(r.resolution_id, r.claim_id, r.outcome, r.source_id, r.resolved_on, r.note, r.resolved_by,
+                        r.revision, r.supersedes, r.at)
+                 .where(r.case_id == case_id, r.revision <= as_of))
+        if after is not None:
+            claim_id, _, revision = after.rpartition(" ")
+            if not revision.isdigit():
+                raise InvalidArgument(f"after {after!r} is not a resolution cursor", field="after",
+                                      hint="pass the `next` of the previous page of resolutions")
+            query = query.where(tuple_(r.claim_id, r.revision) > tuple_(claim_id, int(revision)))
+        return dicts(await self.connection.execute(query.order_by(r.claim_id, r.revision).limit(limit)))
 
     async def _page(self, table: Any, key: Any, fields: list[Any], case_id: str, as_of: int, after: str | None,
                     limit: int) -> list[dict[str, Any]]:

@@ -390,3 +390,59 @@ async def test_the_documented_reader_reads_each_export_as_the_ledger_has_it(stac
         c: (reviewer, {s for claim, s in expected["cited"] if claim == c}) for c, reviewer in expected["claims"].items()}
     if fmt != "nanopub-trig":
         assert read["sources"] == len(expected["sources"])
+
+
+async def test_resolutions_are_in_every_export_as_of_the_revision_asked_for(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes"), source_item("revised")])
+        await agent.accepted("stage_claims", claims=[claim_item(
+            "p", ["outcomes"], kind="prediction", confidence="supported", text="Copper prices double within 2025."),
+            claim_item("q", ["outcomes"])])
+        staged_only = await agent.revision()
+        resolved = []
+        async with stack.api() as api:
+            for body in ({"outcome": "true", "sourceId": "outcomes", "resolvedOn": "2026-01-15"},
+                         {"outcome": "false", "sourceId": "revised", "resolvedOn": "2026-02-01",
+                          "note": "the index was revised"}):
+                answer = await api.post(f"/api/v1/cases/{agent.case_id}/resolutions", json={"claimId": "p", **body})
+                assert answer.status_code == 200, answer.text
+                resolved.append(answer.json())
+    first, second = (r["revision"] for r in resolved)
+    case_iri = f"{stack.http_url}/api/v1/cases/{agent.case_id}"
+    query = PREFIXES + """PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
+        SELECT ?r ?outcome ?on ?source ?reviewer ?supersedes WHERE {
+          ?r a prov:Activity, tl:Resolution ; prov:used ?claim, ?source ; tl:outcome ?outcome ; tl:resolvedOn ?on ;
+             prov:wasAssociatedWith ?p . ?p a prov:Person ; rdfs:label ?reviewer .
+          ?claim a tl:Claim . ?source a tl:Source . OPTIONAL { ?r tl:supersedes ?supersedes }
+          FILTER(?claim = <CLAIM>) } ORDER BY ?on""".replace("CLAIM", f"{case_iri}/claims/p")
+    for fmt, parse_as in (("prov-turtle", "turtle"), ("prov-jsonld", "json-ld")):
+        graph = rdflib.Graph().parse(data=(await export(stack, agent.case_id, fmt, second)).text, format=parse_as)
+        found = list(graph.query(query))
+        assert [(str(o), on.datatype, str(on), local(s), str(by)) for _, o, on, s, by, _ in found] == [
+            ("true", rdflib.XSD.date, "2026-01-15", "outcomes", "reviewer"),
+            ("false", rdflib.XSD.date, "2026-02-01", "revised", "reviewer")], fmt
+        assert found[0][5] is None and found[1][5] == found[0][0]  # the second supersedes the first
+        defined = {local(t).rsplit("#", 1)[-1] for (t,) in graph.query(PREFIXES + "SELECT ?t WHERE { ?t rdfs:comment ?c }")}
+        assert {"Resolution", "outcome", "resolvedOn", "supersedes"} <= defined
+        earlier = rdflib.Graph().parse(data=(await export(stack, agent.case_id, fmt, first)).text, format=parse_as)
+        assert [str(o) for _, o, *_ in earlier.query(query)] == ["true"]  # as of the first resolution: only it
+
+    def outcome_of(revision_text: str) -> list[tuple[str, str, str, str]]:
+        dataset = rdflib.Dataset()
+        dataset.parse(data=revision_text, format="trig")
+        return [(local(c), str(o), str(on), str(by)) for c, o, on, by in dataset.query(PREFIXES + """
+            SELECT ?c ?o ?on ?by WHERE {
+              GRAPH ?h { ?np np:hasAssertion ?a ; np:hasProvenance ?p }
+              GRAPH ?a { ?c tl:outcome ?o ; tl:resolvedOn ?on }
+              GRAPH ?p { ?a tl:resolution ?r . ?r prov:used ?c ; prov:wasAssociatedWith ?who . ?who rdfs:label ?by }
+            }""")]
+    assert outcome_of((await export(stack, agent.case_id, "nanopub-trig", second)).text) == [
+        ("p", "false", "2026-02-01", "reviewer")]
+    assert outcome_of((await export(stack, agent.case_id, "nanopub-trig", first)).text) == [
+        ("p", "true", "2026-01-15", "reviewer")]
+    assert outcome_of((await export(stack, agent.case_id, "nanopub-trig", staged_only)).text) == []
+
+    nodes = {n["nodeID"]: n for n in json.loads((await export(stack, agent.case_id, "aif-json", second)).text)["nodes"]}
+    assert nodes["p"]["resolution"] == {"outcome": "false", "resolvedOn": "2026-02-01", "sourceId": "revised",
+                                        "resolvedBy": "reviewer", "revision": second}
+    assert "resolution" not in nodes["q"]

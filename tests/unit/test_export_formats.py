@@ -46,6 +46,9 @@ def ledger(text: str) -> dict[str, list[dict[str, Any]]]:
                        "ended_by": "rita <r>", "ended_at": WHEN, "ended_revision": 3}],
         "groups": [{"group_id": "g", "label": text, "confidence": "high", "rationale": text, "members": ["a", "b"],
                     **PROVENANCE}],
+        "resolutions": [{"resolution_id": "0b9c1f7e-0000-4000-8000-000000000003", "claim_id": "a", "outcome": "void",
+                         "source_id": "s1", "resolved_on": "2026-11-30", "note": text, "resolved_by": "rita <r>",
+                         "revision": 3, "supersedes": None, "at": WHEN}],
     }
 
 
@@ -72,6 +75,8 @@ async def test_prov_reads_back_every_text_as_written(fmt, parse_as, text):
     assert str(graph.value(claim, rdflib.URIRef("urn:threadline:vocab#text"))) == text
     agents = set(graph.subjects(rdflib.RDF.type, rdflib.URIRef("http://www.w3.org/ns/prov#SoftwareAgent")))
     assert [str(graph.value(a, rdflib.RDFS.label)) for a in agents] == ['agent 7 "scout"']
+    resolution = rdflib.URIRef("http://127.0.0.1:8700/api/v1/cases/c1/resolutions/0b9c1f7e-0000-4000-8000-000000000003")
+    assert str(graph.value(resolution, rdflib.URIRef("urn:threadline:vocab#resolutionNote"))) == text
 
 
 @pytest.mark.parametrize("text", HOSTILE)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from services.gateway.exports.records import LedgerPages
+from services.gateway.exports.records import ByClaim, LedgerPages
 
 SCHEMES = {"supports": ("RA", "Default Inference"), "qualifies": ("RA", "Default Inference"),
            "amplifies": ("RA", "Default Inference"), "contradicts": ("CA", "Default Conflict")}
@@ -27,9 +27,17 @@ def s_node_id(relation: dict[str, Any]) -> str:
     return f"{SCHEMES[relation['type']][0]}:{relation['relation_id']}"
 
 
-def i_node(claim: dict[str, Any]) -> dict[str, Any]:
-    return {"nodeID": claim["claim_id"], "text": claim["text"], "type": "I", "timestamp": _timestamp(claim["decided_at"]),
-            "status": claim["status"], "kind": claim["kind"], "confidence": claim["confidence"]}
+def i_node(claim: dict[str, Any], resolution: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A claim's I-node; `status`, `kind`, `confidence` and a prediction's `resolution` (the one standing at the
+    exported revision) are Threadline's own keys, which AIF has no place for and its readers pass over."""
+    found = {"nodeID": claim["claim_id"], "text": claim["text"], "type": "I",
+             "timestamp": _timestamp(claim["decided_at"]), "status": claim["status"], "kind": claim["kind"],
+             "confidence": claim["confidence"]}
+    if resolution is not None:
+        found["resolution"] = {"outcome": resolution["outcome"], "resolvedOn": resolution["resolved_on"],
+                               "sourceId": resolution["source_id"], "resolvedBy": resolution["resolved_by"],
+                               "revision": resolution["revision"]}
+    return found
 
 
 def s_node(relation: dict[str, Any]) -> dict[str, Any]:
@@ -55,8 +63,10 @@ async def aif_json(pages: LedgerPages) -> AsyncIterator[str]:
         return text
 
     yield '{"nodes": ['
+    resolutions = ByClaim(pages, "resolutions", "claim_id")
     async for claim in pages.each("claims"):
-        yield item(i_node(claim))
+        resolved = await resolutions.of(claim["claim_id"])
+        yield item(i_node(claim, resolved[-1] if resolved else None))
     async for relation in pages.each("relations"):
         yield item(s_node(relation))
     yield '\n ],\n "edges": ['

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.gateway.exports.rdf import Node, node, ref, when
+from services.gateway.exports.rdf import Node, day, node, ref, when
 from services.gateway.exports.records import Iris, LedgerPages
 from shared.ledger import VERDICT
 
@@ -32,6 +32,8 @@ CLASSES = {
     "Staging": "An agent staging a proposal: nothing canonical changes.",
     "ReviewDecision": "A reviewer accepting staged items: the case's revision goes up by one.",
     "ReviewerAction": "A reviewer's own change of the ledger (recording sources, retiring records): one revision.",
+    "Resolution": "A reviewer resolving a prediction claim true, false or void, citing a source and the day it "
+                  "resolved (prov:used: the claim and the source); never undone, only superseded by a later one.",
 }
 PROPERTIES = {
     "text": "The claim's text, as staged and accepted.",
@@ -54,6 +56,11 @@ PROPERTIES = {
     "case": "The case a record or nanopublication belongs to.",
     "question": "The case's question.",
     "acceptedBy": "The reviewer who accepted the claim (in a nanopublication's provenance).",
+    "outcome": "How a prediction resolved: true, false or void (void: it can no longer be judged).",
+    "resolvedOn": "The day a prediction resolved (xsd:date), as the cited source shows it.",
+    "resolutionNote": "Why a resolution supersedes the earlier one.",
+    "supersedes": "The earlier resolution of the same prediction that this one replaces.",
+    "resolution": "A prediction's resolution standing at the exported revision (in a nanopublication's provenance).",
 }
 
 
@@ -75,6 +82,21 @@ def vocabulary() -> list[Node]:
     nodes += [node(f"tl:{name}", ["rdf:Property"], rdfs__label=name, rdfs__comment=comment)
               for name, comment in PROPERTIES.items()]
     return nodes
+
+
+def resolution_node(iris: Iris, case_id: str, row: dict[str, Any], reviewer: str) -> Node:
+    """A resolution as a prov:Activity (its IRI `…/resolutions/{resolutionId}`), shared by PROV and nanopubs."""
+    def iri(kind: str, record_id: str) -> str:
+        return iris.record(case_id, kind, record_id)
+
+    return node(iri("resolutions", row["resolution_id"]), ["prov:Activity", "tl:Resolution"],
+                rdfs__label=f"{row['resolved_by']} resolved prediction {row['claim_id']} {row['outcome']}",
+                prov__used=[ref(iri("claims", row["claim_id"])), ref(iri("sources", row["source_id"]))],
+                prov__wasAssociatedWith=ref(reviewer), tl__outcome=row["outcome"],
+                tl__resolvedOn=day(row["resolved_on"]), tl__revision=row["revision"],
+                tl__case=ref(iris.case(case_id)), tl__resolutionNote=row["note"],
+                tl__supersedes=ref(iri("resolutions", row["supersedes"])) if row["supersedes"] else None,
+                prov__startedAtTime=when(row["at"]), prov__endedAtTime=when(row["at"]))
 
 
 class Provenance:
@@ -132,6 +154,11 @@ class Provenance:
                     if row["ended_revision"] is not None else None,
                     prov__invalidatedAtTime=when(row["ended_at"]))
 
+    def resolution(self, row: dict[str, Any]) -> list[Node]:
+        """A prediction's resolution: an activity of its reviewer that used the claim and the cited source."""
+        reviewer, found = self.reviewer(row["resolved_by"])
+        return [*found, resolution_node(self.iris, self.case_id, row, reviewer)]
+
     async def nodes(self) -> AsyncIterator[Node]:
         case = self.pages.case or {}
         for item in vocabulary():
@@ -182,3 +209,6 @@ class Provenance:
             yield self.record("groups", row, row["group_id"], ["tl:MergeGroup"], rdfs__label=row["label"],
                               tl__confidence=row["confidence"], tl__rationale=row["rationale"],
                               tl__member=[ref(self.iri("claims", m)) for m in row["members"] or []])
+        async for row in self.pages.each("resolutions"):
+            for item in self.resolution(row):
+                yield item

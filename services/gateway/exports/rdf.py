@@ -42,6 +42,11 @@ def when(value: str | datetime | None) -> dict[str, str] | None:
     return {"@value": value.isoformat() if isinstance(value, datetime) else value, "@type": "xsd:dateTime"}
 
 
+def day(value: str | None) -> dict[str, str] | None:
+    """A calendar day (YYYY-MM-DD) as an xsd:date."""
+    return None if value is None else {"@value": value, "@type": "xsd:date"}
+
+
 def node(iri: str, types: Iterable[str], **properties: Any) -> Node:
     """A node; properties are given as prefix__local=value (None values and empty lists are left out)."""
     found: Node = {"@id": iri, "@type": list(types)}

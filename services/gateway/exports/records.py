@@ -45,6 +45,36 @@ class LedgerPages:
             after = page["next"]
 
 
+async def _grouped(pages: LedgerPages, part: ExportPart, key: str) -> AsyncIterator[list[dict[str, Any]]]:
+    """A part's rows grouped by the claim named by `key`, in claim id order (as the claims come)."""
+    batch: list[dict[str, Any]] = []
+    async for row in pages.each(part):
+        if batch and batch[0][key] != row[key]:
+            yield batch
+            batch = []
+        batch.append(row)
+    if batch:
+        yield batch
+
+
+class ByClaim:
+    """A part grouped by claim, read alongside the claims (both in claim id order): `of(claim)` is the claim's
+    rows, each page fetched once, never the whole part at once."""
+
+    def __init__(self, pages: LedgerPages, part: ExportPart, key: str) -> None:
+        self.groups = _grouped(pages, part, key)
+        self.key = key
+        self.pending: list[dict[str, Any]] | None = None
+        self.started = False
+
+    async def of(self, claim_id: str) -> list[dict[str, Any]]:
+        if not self.started:
+            self.pending, self.started = await anext(self.groups, None), True
+        while self.pending is not None and self.pending[0][self.key] < claim_id:
+            self.pending = await anext(self.groups, None)
+        return self.pending if self.pending is not None and self.pending[0][self.key] == claim_id else []
+
+
 @dataclass(frozen=True)
 class Iris:
     """The IRIs an export names its records by, under the deployment's public address (THREADLINE_PUBLIC_URL), so
