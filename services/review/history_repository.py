@@ -66,7 +66,8 @@ class SqlHistory:
     # --- a diff ---------------------------------------------------------------------------------------
 
     async def diff(self, case_id: str, start: int, end: int, cap: int) -> dict[str, list[dict[str, Any]]]:
-        """Records added and ended in revisions start+1..end, the ratings made and the log entries, each list
+        """Records added and ended in revisions start+1..end, the ratings made, the predictions resolved and the
+        log entries, each list
         its first `cap` + 1 entries in revision order, each row with the list's `total`."""
         added = [select(literal("added").label("change"), literal(record).label("record"), key.label("id"),
                         table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"))
@@ -92,7 +93,13 @@ class SqlHistory:
             .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id))
             .where(change_log.c.case_id == case_id, change_log.c.revision > start, change_log.c.revision <= end)
             .order_by(change_log.c.revision).limit(cap + 1)))
-        return {"records": rows, "rerated": rerated, "log": logged}
+        r = prediction_resolutions.c
+        resolved = dicts(await self.connection.execute(
+            select(r.resolution_id, r.claim_id, r.outcome, r.resolved_on, r.source_id, r.supersedes, r.note,
+                   r.revision, r.resolved_by, func.count().over().label("total"))
+            .where(r.case_id == case_id, r.revision > start, r.revision <= end)
+            .order_by(r.revision, r.claim_id).limit(cap + 1)))
+        return {"records": rows, "rerated": rerated, "log": logged, "resolved": resolved}
 
     # --- a claim's timeline -------------------------------------------------------------------------------
 

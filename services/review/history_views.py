@@ -22,7 +22,8 @@ def _total(rows: list[dict[str, Any]]) -> int:
 def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str, Any]]],
               cap: int = DIFF_CAP) -> dict[str, Any]:
     """What revisions start+1..end changed: records added, retired and superseded, relations and groups
-    added and ended, claims re-rated, and the decisions (reviewer, revision) that did it."""
+    added and ended, claims re-rated, predictions resolved (`supersedes`: the id of the resolution a later one
+    replaces), and the decisions (reviewer, revision) that did it."""
     lists: dict[str, list[dict[str, Any]]] = {"added": [], "retired": [], "superseded": []}
     totals = dict.fromkeys(lists, 0)
     parts: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -44,10 +45,15 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
                       "ended": [e["id"] for e in view["retired"] + view["superseded"] if e["record"] == record]}
     view["rerated"] = [{"claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
                         "by": r["actor"]} for r in found["rerated"][:cap]]
+    view["resolved"] = [{"claimId": r["claim_id"], "outcome": r["outcome"], "resolvedOn": r["resolved_on"],
+                         "sourceId": r["source_id"], "supersedes": r["supersedes"], "revision": r["revision"],
+                         "by": r["resolved_by"], "resolutionId": r["resolution_id"], "note": r["note"]}
+                        for r in found["resolved"][:cap]]
     view["decisions"] = [{"decisionId": r["decision_id"], "reviewer": r["actor"], "revision": r["revision"],
                           "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"]}
                          for r in found["log"][:cap]]
-    counts = {**totals, "rerated": _total(found["rerated"]), "decisions": _total(found["log"])}
+    counts = {**totals, "rerated": _total(found["rerated"]), "resolved": _total(found["resolved"]),
+              "decisions": _total(found["log"])}
     shown = {name: len(view[name]) for name in counts}
     view["counts"] = counts
     view["omitted"] = {name: counts[name] - shown[name] for name in counts if counts[name] > shown[name]}

@@ -392,7 +392,9 @@ async def test_the_documented_reader_reads_each_export_as_the_ledger_has_it(stac
         assert read["sources"] == len(expected["sources"])
 
 
-async def test_resolutions_are_in_every_export_as_of_the_revision_asked_for(stack):
+@pytest.fixture(scope="module")
+async def predictions(stack):
+    """A case whose prediction p was resolved true, then re-resolved false citing another source, with a note."""
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[source_item("outcomes"), source_item("revised")])
         await agent.accepted("stage_claims", claims=[claim_item(
@@ -407,6 +409,11 @@ async def test_resolutions_are_in_every_export_as_of_the_revision_asked_for(stac
                 answer = await api.post(f"/api/v1/cases/{agent.case_id}/resolutions", json={"claimId": "p", **body})
                 assert answer.status_code == 200, answer.text
                 resolved.append(answer.json())
+    return SimpleNamespace(case_id=agent.case_id, staged_only=staged_only, resolved=resolved)
+
+
+async def test_resolutions_are_in_every_export_as_of_the_revision_asked_for(stack, predictions):
+    agent, staged_only, resolved = predictions, predictions.staged_only, predictions.resolved
     first, second = (r["revision"] for r in resolved)
     case_iri = f"{stack.http_url}/api/v1/cases/{agent.case_id}"
     query = PREFIXES + """PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
@@ -446,3 +453,29 @@ async def test_resolutions_are_in_every_export_as_of_the_revision_asked_for(stac
     assert nodes["p"]["resolution"] == {"outcome": "false", "resolvedOn": "2026-02-01", "sourceId": "revised",
                                         "resolvedBy": "reviewer", "revision": second}
     assert "resolution" not in nodes["q"]
+
+
+async def test_the_diff_and_the_changes_since_name_the_predictions_resolved(stack, predictions):
+    first, second = predictions.resolved
+    async with stack.api() as api:
+        resolving = (await api.get(f"/api/v1/cases/{predictions.case_id}/diff",
+                                   params={"from": predictions.staged_only, "to": second["revision"]})).json()
+        again = (await api.get(f"/api/v1/cases/{predictions.case_id}/diff",
+                               params={"from": first["revision"], "to": second["revision"]})).json()
+        before = (await api.get(f"/api/v1/cases/{predictions.case_id}/diff",
+                                params={"from": 0, "to": predictions.staged_only})).json()
+    shown = [{k: r[k] for k in ("claimId", "outcome", "resolvedOn", "sourceId", "supersedes", "revision", "by")}
+             for r in resolving["resolved"]]
+    assert shown == [
+        {"claimId": "p", "outcome": "true", "resolvedOn": "2026-01-15", "sourceId": "outcomes", "supersedes": None,
+         "revision": first["revision"], "by": "reviewer"},
+        {"claimId": "p", "outcome": "false", "resolvedOn": "2026-02-01", "sourceId": "revised",
+         "supersedes": first["resolved"]["resolutionId"], "revision": second["revision"], "by": "reviewer"}]
+    assert resolving["counts"]["resolved"] == 2 and again["counts"]["resolved"] == 1
+    assert [r["outcome"] for r in again["resolved"]] == ["false"] and again["resolved"][0]["note"] == "the index was revised"
+    assert before["resolved"] == [] and before["counts"]["resolved"] == 0
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = (await http.get(f"/ui/cases/{predictions.case_id}", params={"since": first["revision"]})).text
+    assert 'class="plain changes-resolved"' in page
+    assert "resolved <strong>false</strong> on 2026-02-01" in page and "superseding the earlier resolution" in page
