@@ -68,6 +68,7 @@ templates = Environment(
 templates.filters["short"] = lambda value, n=8: str(value)[:n]
 templates.filters.update(ui_text.FILTERS)  # `when` (times with their zone), `unframed` (records for people)
 templates.globals["may_open"] = ui_access.may_open  # links only to pages the signed-in role may open
+templates.globals["grounding_text"] = ui_text.grounding_text  # `primary · 2 origins`
 templates.globals["CLAIMS"] = CLAIMS.name  # the kind of a proposal of claims, as proposals name it
 
 # Staged records read best in this order; anything else follows in its stored order.

@@ -20,4 +20,12 @@ def when(value: object) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def grounding_text(value: dict | None) -> str:
+    """A claim's grounding as `primary · 2 origins`."""
+    if not value:
+        return ""
+    origins = value.get("independentOrigins", 0)
+    return f"{value.get('grounding')} · {origins} origin{'' if origins == 1 else 's'}"
+
+
 FILTERS = {"when": when, "unframed": unframe}

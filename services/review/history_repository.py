@@ -30,6 +30,7 @@ from shared.db.tables import (
     sources,
 )
 from shared.errors import InvalidArgument
+from shared.grounding import grounding_for
 
 RECORDS = (("source", sources, sources.c.source_id), ("claim", claims, claims.c.claim_id),
            ("relation", relations, relations.c.relation_id), ("group", merge_groups, merge_groups.c.group_id))
@@ -99,7 +100,55 @@ class SqlHistory:
                    r.revision, r.resolved_by, func.count().over().label("total"))
             .where(r.case_id == case_id, r.revision > start, r.revision <= end)
             .order_by(r.revision, r.claim_id).limit(cap + 1)))
-        return {"records": rows, "rerated": rerated, "log": logged, "resolved": resolved}
+        regrounded = await self.grounding_changes(case_id, start, end, cap)
+        keys = [(x["claim_id"], x["revision"]) for x in rerated[:cap]]
+        grounding = await self.grounding_between(case_id, keys)
+        for x in rerated:
+            x["grounding"] = grounding.get((x["claim_id"], x["revision"]))
+        return {"records": rows, "rerated": rerated, "regrounded": regrounded, "log": logged, "resolved": resolved}
+
+    async def grounding_changes(self, case_id: str, start: int, end: int, cap: int,
+                                claim_id: str | None = None) -> list[dict[str, Any]]:
+        """Claims whose grounding changed in revisions start+1..end (a source they cite ended there: grounding is
+        derived from the sources active, so only an ending changes it), each with its grounding before and after
+        and who made the revision; the first `cap` + 1 candidates in revision order, those whose label or
+        number of origins did not change left out."""
+        ended = sources.c.ended_revision
+        query = (select(claim_sources.c.claim_id, ended.label("revision"), change_log.c.actor, change_log.c.at)
+                 .distinct()
+                 .select_from(claim_sources
+                              .join(sources, and_(sources.c.case_id == claim_sources.c.case_id,
+                                                  sources.c.source_id == claim_sources.c.source_id))
+                              .join(claims, and_(claims.c.case_id == claim_sources.c.case_id,
+                                                 claims.c.claim_id == claim_sources.c.claim_id))
+                              .join(change_log, and_(change_log.c.case_id == sources.c.case_id,
+                                                     change_log.c.revision == ended)))
+                 .where(claim_sources.c.case_id == case_id, ended > start, ended <= end,
+                        claims.c.revision < ended,  # the claim was there before, and still was then
+                        or_(claims.c.ended_revision.is_(None), claims.c.ended_revision > ended)))
+        if claim_id is not None:
+            query = query.where(claim_sources.c.claim_id == claim_id)
+        found = dicts(await self.connection.execute(query.order_by(ended, claim_sources.c.claim_id).limit(cap + 1)))
+        grounding = await self.grounding_between(case_id, [(x["claim_id"], x["revision"]) for x in found])
+        changed = []
+        for x in found:
+            pair = grounding[(x["claim_id"], x["revision"])]
+            if pair["before"] != pair["after"]:
+                changed.append({**x, "grounding": pair})
+        return changed
+
+    async def grounding_between(self, case_id: str,
+                                keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+        """{(claim, revision): {before, after}}: each claim's grounding just before the revision and at it."""
+        by_revision: dict[int, list[str]] = {}
+        for claim_id, revision in keys:
+            by_revision.setdefault(revision, []).append(claim_id)
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        for revision, claim_ids in by_revision.items():
+            before = await grounding_for(self.connection, case_id, claim_ids, revision - 1)
+            after = await grounding_for(self.connection, case_id, claim_ids, revision)
+            found.update({(c, revision): {"before": before[c], "after": after[c]} for c in claim_ids})
+        return found
 
     # --- a claim's timeline -------------------------------------------------------------------------------
 
@@ -115,8 +164,8 @@ class SqlHistory:
         return found[0] if found else None
 
     async def links_of(self, case_id: str, claim_id: str, cap: int) -> dict[str, list[dict[str, Any]]]:
-        """The relations that run from or to the claim, the groups it is in, each re-rating it had, and each
-        resolution of it (a prediction's)."""
+        """The relations that run from or to the claim, the groups it is in, each re-rating it had, each change of
+        its grounding (a source it cites ended), and each resolution of it (a prediction's)."""
         linked = dicts(await self.connection.execute(
             select(relations).where(relations.c.case_id == case_id, or_(
                 relations.c.source_claim_id == claim_id, relations.c.target_claim_id == claim_id))
@@ -136,7 +185,9 @@ class SqlHistory:
             select(prediction_resolutions).where(prediction_resolutions.c.case_id == case_id,
                                                  prediction_resolutions.c.claim_id == claim_id)
             .order_by(prediction_resolutions.c.revision).limit(cap)))
-        return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved}
+        regrounded = await self.grounding_changes(case_id, -1, 2**62, cap, claim_id)
+        return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved,
+                "groundings": regrounded}
 
     async def stagings_of(self, case_id: str, claim_id: str, cap: int) -> list[dict[str, Any]]:
         """The first `cap` proposals that staged the claim, accepted, rejected or still pending, in the order staged,

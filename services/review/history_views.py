@@ -22,7 +22,9 @@ def _total(rows: list[dict[str, Any]]) -> int:
 def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str, Any]]],
               cap: int = DIFF_CAP) -> dict[str, Any]:
     """What revisions start+1..end changed: records added, retired and superseded, relations and groups
-    added and ended, claims re-rated, predictions resolved (`supersedes`: the id of the resolution a later one
+    added and ended, claims re-rated (evidence health, `health` and `lost`, and grounding, `grounding: {before,
+    after}`, each claim's label and origins just before the revision and at it; a claim whose grounding alone
+    changed has no `health`), predictions resolved (`supersedes`: the id of the resolution a later one
     replaces), and the decisions (reviewer, revision) that did it."""
     lists: dict[str, list[dict[str, Any]]] = {"added": [], "retired": [], "superseded": []}
     totals = dict.fromkeys(lists, 0)
@@ -43,8 +45,17 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
     for record, name in (("relation", "relations"), ("group", "groups")):
         view[name] = {"added": [e["id"] for e in view["added"] if e["record"] == record],
                       "ended": [e["id"] for e in view["retired"] + view["superseded"] if e["record"] == record]}
-    view["rerated"] = [{"claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
-                        "by": r["actor"]} for r in found["rerated"][:cap]]
+    rerated = {(r["claim_id"], r["revision"]): {
+        "claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
+        "by": r["actor"], **({"grounding": r["grounding"]} if r.get("grounding") else {})} for r in found["rerated"][:cap]}
+    regrounded_only = 0  # claims whose grounding alone changed: no evidence health re-rating at that revision
+    for g in found.get("regrounded", []):
+        key = (g["claim_id"], g["revision"])
+        if key not in rerated:
+            regrounded_only += 1
+            rerated[key] = {"claimId": g["claim_id"], "revision": g["revision"], "by": g["actor"]}
+        rerated[key]["grounding"] = g["grounding"]
+    view["rerated"] = sorted(rerated.values(), key=lambda r: (r["revision"], r["claimId"]))[:cap]
     view["resolved"] = [{"claimId": r["claim_id"], "outcome": r["outcome"], "resolvedOn": r["resolved_on"],
                          "sourceId": r["source_id"], "supersedes": r["supersedes"], "revision": r["revision"],
                          "by": r["resolved_by"], "resolutionId": r["resolution_id"], "note": r["note"]}
@@ -52,7 +63,7 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
     view["decisions"] = [{"decisionId": r["decision_id"], "reviewer": r["actor"], "revision": r["revision"],
                           "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"]}
                          for r in found["log"][:cap]]
-    counts = {**totals, "rerated": _total(found["rerated"]), "resolved": _total(found["resolved"]),
+    counts = {**totals, "rerated": _total(found["rerated"]) + regrounded_only, "resolved": _total(found["resolved"]),
               "decisions": _total(found["log"])}
     shown = {name: len(view[name]) for name in counts}
     view["counts"] = counts
@@ -65,7 +76,8 @@ def _event(event: str, revision: int | None, by: str | None, at: datetime | None
             **{k: v for k, v in more.items() if v is not None}}
 
 
-NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": [], "resolutions": []}
+NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": [], "resolutions": [],
+                                             "groundings": []}
 ORDER = {"staged": 0, "accepted": 1, "rejected": 1}  # at one revision and moment: staged before decided
 
 
@@ -114,9 +126,13 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
         if g["ended_revision"] is not None:
             events.append(_event("group_ended", g["ended_revision"], g["ended_by"], g["ended_at"],
                                  groupId=g["group_id"]))
+    grounded = {g["revision"]: g for g in links.get("groundings", [])}
     for rating in links["ratings"]:
+        regrounded = grounded.pop(rating["revision"], None)
         events.append(_event("rerated", rating["revision"], rating["actor"], rating["at"], health=rating["health"],
-                             lost=rating["lost"]))
+                             lost=rating["lost"], grounding=regrounded["grounding"] if regrounded else None))
+    for g in grounded.values():  # its grounding alone changed: a source it cites ended, its evidence health did not
+        events.append(_event("rerated", g["revision"], g["actor"], g["at"], grounding=g["grounding"]))
     for r in links["resolutions"]:
         events.append(_event("resolved", r["revision"], r["resolved_by"], r["at"], outcome=r["outcome"],
                              resolvedOn=r["resolved_on"], sourceId=r["source_id"], note=r["note"],

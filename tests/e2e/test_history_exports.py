@@ -479,3 +479,38 @@ async def test_the_diff_and_the_changes_since_name_the_predictions_resolved(stac
         page = (await http.get(f"/ui/cases/{predictions.case_id}", params={"since": first["revision"]})).text
     assert 'class="plain changes-resolved"' in page
     assert "resolved <strong>false</strong> on 2026-02-01" in page and "superseding the earlier resolution" in page
+
+
+async def test_a_retirement_that_changes_claims_grounding_shows_in_the_diff_and_their_timelines(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[
+            source_item("g-prim", publisher="Agency A"), source_item("g-prim2", publisher="Agency C"),
+            source_item("g-sec", type="reporting", publisher="Paper B")])
+        await agent.accepted("stage_claims", claims=[
+            claim_item("g1", ["g-prim"]), claim_item("g2", ["g-prim", "g-sec"]),
+            claim_item("g3", ["g-prim", "g-prim2"]), claim_item("g4", ["g-sec"])])
+        retired = (await retire(stack, agent.case_id, "source", "g-prim"))["revision"]
+    async with stack.api() as api:
+        diff = (await api.get(f"/api/v1/cases/{agent.case_id}/diff",
+                              params={"from": retired - 1, "to": retired})).json()
+        timeline = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/g2/timeline")).json()
+
+    def g(label: str, origins: int) -> dict[str, Any]:
+        return {"grounding": label, "independentOrigins": origins}
+
+    rerated = {r["claimId"]: r for r in diff["rerated"]}
+    assert {c: (r.get("health"), r["grounding"]["before"], r["grounding"]["after"], r["revision"], r["by"])
+            for c, r in rerated.items()} == {
+        "g1": ("unsupported", g("primary", 1), g("none", 0), retired, "reviewer"),
+        "g2": (None, g("primary", 2), g("secondary", 1), retired, "reviewer"),  # grounding alone changed
+        "g3": (None, g("primary", 2), g("primary", 1), retired, "reviewer")}  # its origins alone
+    assert diff["counts"]["rerated"] == 3
+    regrounded = [e for e in timeline["events"] if e["event"] == "rerated"]
+    assert [(e["revision"], e["by"], e.get("health"), e["grounding"]) for e in regrounded] == [
+        (retired, "reviewer", None, {"before": g("primary", 2), "after": g("secondary", 1)})]
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = (await http.get(f"/ui/cases/{agent.case_id}", params={"since": retired - 1})).text
+        claim_page = (await http.get(f"/ui/cases/{agent.case_id}/claims/g2")).text
+    changed = "grounding primary · 2 origins → secondary · 1 origin"
+    assert changed in page and changed in claim_page
