@@ -134,8 +134,9 @@ def evaluate(items: Sequence[Any], facts: CheckFacts, disabled: Iterable[str] = 
     flags: list[Flag] = []
     staged_supports: list[tuple[str, str]] = []
     for item in items:
-        if isinstance(item, VerdictPatch):
-            found = _claim(item.claim, facts) + _verdict(item, facts)
+        if isinstance(item, VerdictPatch):  # its relations are checked as staged ones are, under the verdict's id
+            found = (_claim(item.claim, facts) + _verdict(item, facts)
+                     + [flag for r in item.relations for flag in _relation(r, facts, staged_supports)])
         elif isinstance(item, ClaimItem):
             found = _claim(item, facts)
         elif isinstance(item, RelationItem):

@@ -118,6 +118,20 @@ def test_contradicted_claim_offered_as_support():
     assert checks([RelationItem.model_validate(relation_item("r", "weak", "t", "contradicts"))], found) == set()
 
 
+def test_a_verdicts_support_from_a_contradicted_claim_is_flagged_under_the_verdict():
+    found = facts(PRIMARY, claims=(ClaimFact("weak", "observation", "contradicted", (PRIMARY,)),
+                                   ClaimFact("fine", "observation", "supported", (SECOND,))))
+
+    def patch(*relations) -> VerdictPatch:
+        return VerdictPatch.model_validate({"claim": verdict_claim("v", ["grid-2023"]), "relations": list(relations)})
+
+    flags = evaluate([patch(relation_item("vw", "weak", "v"), relation_item("vf", "fine", "v"))], found)
+    assert [(f.item_id, f.check) for f in flags if f.check == "contradicted-as-support"] == [("v", "contradicted-as-support")]
+    assert "weak is rated contradicted" in next(f.message for f in flags if f.check == "contradicted-as-support")
+    assert "contradicted-as-support" not in checks([patch(relation_item("vf", "fine", "v"),
+                                                          relation_item("vw", "weak", "v", "contradicts"))], found)
+
+
 def test_snapshot_before_publication():
     early = SourceItem.model_validate(source_item("s", publicationDate="2026-11-05", snapshotDate="2026-11-01"))
     assert checks([early], facts()) == {"snapshot-before-publication"}
