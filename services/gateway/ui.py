@@ -279,13 +279,46 @@ async def _case(request: Request, principal: Principal, case_id: str, *, problem
         actor=actor, case_id=case_id, status="decided", limit=RECENTLY_DECIDED))
     drawn = await map_context(request, CaseGraphRef(actor=actor, case_id=case_id, focus=focus, as_of=as_of),
                               MapLinks(case_id, keep=(("asOf", str(as_of)),) if as_of is not None else ()))
-    diff = await call(request, Command.CASE_DIFF, CaseDiff(actor=actor, case_id=case_id, from_revision=since,
-                                                           to_revision=as_of)) if since is not None else None
+    diff = await _changes_since(request, actor, case_id, since, as_of) if since is not None else None
     queue = await queue_view.pending_queue(request, actor, case_id, call) if as_of is None else None
     return render(request, "case.html", status=status_of(problem) if problem else 200, ledger=ledger,
                   claims=ledger["claims"]["items"], sources=ledger["sources"],  # both in the projection's focus order
                   decided=decided["proposals"], problem=problem, draft=draft, as_of=as_of, diff=diff, queue=queue,
                   **drawn)
+
+
+PAGE_PARAMETERS = {"from": "since", "to": "asOf"}  # the diff's parameters as the case page names them
+
+
+async def _changes_since(request: Request, actor: Any, case_id: str, since: int, as_of: int | None) -> Any:
+    """The diff behind "changes since revision N"; a refusal names this page's parameters (since, asOf), not the
+    diff's (from, to)."""
+    if as_of is not None and since > as_of:
+        raise InvalidArgument(f"since: {since} is after asOf {as_of}", field="since",
+                              hint="give since at or before asOf, or leave asOf out to see the changes up to now")
+    try:
+        return await call(request, Command.CASE_DIFF, CaseDiff(actor=actor, case_id=case_id, from_revision=since,
+                                                               to_revision=as_of))
+    except InvalidArgument as error:
+        if error.field not in PAGE_PARAMETERS:
+            raise
+        raise on_case_page(error) from None
+
+
+def on_case_page(error: InvalidArgument) -> InvalidArgument:
+    """The diff's refusal of `from` or `to`, told as the case page's `since` or `asOf`."""
+    def named(problem: dict[str, Any]) -> dict[str, Any]:
+        field = problem.get("field")
+        name = PAGE_PARAMETERS.get(field or "", field)
+        hint = problem.get("hint")
+        return {**problem, "field": name, "hint": hint.replace(f"give {field} ", f"give {name} ") if hint else hint}
+
+    first = named({"field": error.field, "hint": error.hint})
+    problems = [named(p) for p in error.problems]
+    message = error.message
+    if error.field and message.startswith(f"{error.field}: "):
+        message = f"{first['field']}: " + message[len(error.field) + 2:]
+    return InvalidArgument(message, field=first["field"], hint=first["hint"], problems=problems)
 
 
 @router.post("/cases/{case_id}/guidance")
