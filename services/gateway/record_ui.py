@@ -27,7 +27,16 @@ def agent_link(name: str | None) -> Markup:
                   f'title="track record of {escape(name)}">{escape(name)}</a>')
 
 
+def linked_summary(summary: str, staged_by: str | None) -> Markup:
+    """A change log summary ("… of proposal P staged by A") with the staging agent linked to its track record."""
+    tail = f" staged by {staged_by}"
+    if not staged_by or not summary.endswith(tail):
+        return Markup(escape(summary))
+    return Markup(f"{escape(summary[:-len(tail)])} staged by {agent_link(staged_by)}")
+
+
 templates.globals["agent_link"] = agent_link
+templates.globals["linked_summary"] = linked_summary
 
 
 @router.get("/agents/{name}")

@@ -90,8 +90,10 @@ class SqlHistory:
             .order_by(rating_history.c.revision, rating_history.c.claim_id).limit(cap + 1)))
         logged = dicts(await self.connection.execute(
             select(change_log.c.revision, change_log.c.decision_id, change_log.c.actor, change_log.c.at,
-                   change_log.c.summary, decisions.c.proposal_id, func.count().over().label("total"))
-            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id))
+                   change_log.c.summary, decisions.c.proposal_id, proposals.c.agent_name.label("staged_by"),
+                   func.count().over().label("total"))
+            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
+                         .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
             .where(change_log.c.case_id == case_id, change_log.c.revision > start, change_log.c.revision <= end)
             .order_by(change_log.c.revision).limit(cap + 1)))
         r = prediction_resolutions.c

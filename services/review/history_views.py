@@ -61,7 +61,8 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
                          "by": r["resolved_by"], "resolutionId": r["resolution_id"], "note": r["note"]}
                         for r in found["resolved"][:cap]]
     view["decisions"] = [{"decisionId": r["decision_id"], "reviewer": r["actor"], "revision": r["revision"],
-                          "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"]}
+                          "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"],
+                          "stagedBy": r["staged_by"]}
                          for r in found["log"][:cap]]
     counts = {**totals, "rerated": _total(found["rerated"]) + regrounded_only, "resolved": _total(found["resolved"]),
               "decisions": _total(found["log"])}

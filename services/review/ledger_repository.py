@@ -19,9 +19,11 @@ from shared.db.tables import (
     change_log,
     claim_sources,
     claims,
+    decisions,
     evidence_health,
     merge_group_members,
     merge_groups,
+    proposals,
     relations,
     sources,
 )
@@ -334,7 +336,11 @@ class SqlLedger:
         ))
 
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]:
-        query = select(change_log).where(change_log.c.case_id == case_id)
+        """Change log entries, newest first, each with the agent that staged the proposal it decided (if any)."""
+        query = (select(change_log, proposals.c.agent_name.label("staged_by"))
+                 .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
+                              .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
+                 .where(change_log.c.case_id == case_id))
         if before is not None:
             query = query.where(change_log.c.revision < before)
         rows = await self.connection.execute(query.order_by(change_log.c.revision.desc()).limit(limit))

@@ -146,6 +146,7 @@ def history_view(case_id: str, entries: list[dict[str, Any]], older: bool, propo
                 "summary": e["summary"],
                 "decisionId": e["decision_id"],
                 "proposalId": proposal_of.get(e["decision_id"]),
+                "stagedBy": e.get("staged_by"),
                 "changes": e["changes"],
             }
             for e in entries

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 import pytest
@@ -514,3 +515,27 @@ async def test_a_retirement_that_changes_claims_grounding_shows_in_the_diff_and_
         claim_page = (await http.get(f"/ui/cases/{agent.case_id}/claims/g2")).text
     changed = "grounding primary · 2 origins → secondary · 1 origin"
     assert changed in page and changed in claim_page
+
+
+async def test_the_history_and_changes_since_link_the_staging_agent_to_its_track_record(stack, history):
+    agent, marks = history
+    link = f'staged by <a class="agent-link" href="/ui/agents/{quote(agent.name, safe="")}"'
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        history_page = (await http.get(f"/ui/cases/{agent.case_id}/history")).text
+        since = (await http.get(f"/ui/cases/{agent.case_id}", params={"since": 0})).text
+    assert f"staged by {agent.name}" not in history_page and link in history_page
+    assert f"staged by {agent.name}" not in since and link in since
+
+
+@pytest.mark.parametrize("params,said", [
+    ({"since": 5, "asOf": 3}, "since: 5 is after asOf 3"),
+    ({"since": 99}, "since: 99 is not a revision of this case"),
+])
+async def test_the_case_page_refuses_since_and_as_of_by_their_own_names(stack, history, params, said):
+    agent, _ = history
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = await http.get(f"/ui/cases/{agent.case_id}", params=params)
+    assert page.status_code == 422
+    assert said in page.text and "from:" not in page.text and "give from" not in page.text
