@@ -35,7 +35,8 @@ async def case_diff(
     principal: Principal = caller(*READERS),
 ) -> Any:
     """What changed from revision `from` to `to`: records added, retired and superseded, relations and groups
-    added and ended, claims re-rated, and the decisions (reviewer, revision) that did it; each list bounded,
+    added and ended, claims re-rated (evidence health; grounding before and after), predictions resolved, and
+    the decisions (reviewer, revision, the agent that staged what they decided) that did it; each list bounded,
     `counts` and `omitted` say how many in all."""
     return await call(request, Command.CASE_DIFF,
                       CaseDiff(actor=principal.actor(), case_id=case_id, from_revision=start, to_revision=end))
@@ -44,8 +45,8 @@ async def case_diff(
 @router.get("/cases/{case_id}/claims/{claim_id}/timeline", tags=["history"], response_model=m.View)
 async def claim_timeline(case_id: CaseId, claim_id: ClaimId, request: Request,
                          principal: Principal = caller(*READERS)) -> Any:
-    """One claim's life in revision order: staged, accepted, related, grouped, re-rated, superseded or retired,
-    each with who and at which revision."""
+    """One claim's life in revision order: staged, accepted, related, grouped, re-rated (its evidence health, its
+    grounding before and after), resolved, superseded or retired, each with who and at which revision."""
     return await call(request, Command.CLAIM_TIMELINE,
                       ClaimTimeline(actor=principal.actor(), case_id=case_id, claim_id=claim_id))
 
