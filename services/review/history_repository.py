@@ -67,9 +67,9 @@ class SqlHistory:
     # --- a diff ---------------------------------------------------------------------------------------
 
     async def diff(self, case_id: str, start: int, end: int, cap: int) -> dict[str, list[dict[str, Any]]]:
-        """Records added and ended in revisions start+1..end, the ratings made, the predictions resolved and the
-        log entries, each list
-        its first `cap` + 1 entries in revision order, each row with the list's `total`."""
+        """Records added and ended in revisions start+1..end, the ratings made (each with the claim's grounding
+        before and after), the claims whose grounding alone changed, the predictions resolved and the log
+        entries, each list its first `cap` + 1 entries in revision order, each row with the list's `total`."""
         added = [select(literal("added").label("change"), literal(record).label("record"), key.label("id"),
                         table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"))
                  .where(table.c.case_id == case_id, table.c.revision > start, table.c.revision <= end)
@@ -109,12 +109,12 @@ class SqlHistory:
             x["grounding"] = grounding.get((x["claim_id"], x["revision"]))
         return {"records": rows, "rerated": rerated, "regrounded": regrounded, "log": logged, "resolved": resolved}
 
-    async def grounding_changes(self, case_id: str, start: int, end: int, cap: int,
+    async def grounding_changes(self, case_id: str, start: int, end: int | None, cap: int,
                                 claim_id: str | None = None) -> list[dict[str, Any]]:
-        """Claims whose grounding changed in revisions start+1..end (a source they cite ended there: grounding is
-        derived from the sources active, so only an ending changes it), each with its grounding before and after
-        and who made the revision; the first `cap` + 1 candidates in revision order, those whose label or
-        number of origins did not change left out."""
+        """Claims whose grounding changed in revisions start+1..end (`end` unset: up to now), each with its
+        grounding before and after and who made the revision. Grounding is derived from the active sources, so
+        only a source's ending changes it: the candidates are the claims citing a source that ended then, the
+        first `cap` + 1 in revision order, those whose label and number of origins stayed the same left out."""
         ended = sources.c.ended_revision
         query = (select(claim_sources.c.claim_id, ended.label("revision"), change_log.c.actor, change_log.c.at)
                  .distinct()
@@ -125,9 +125,11 @@ class SqlHistory:
                                                  claims.c.claim_id == claim_sources.c.claim_id))
                               .join(change_log, and_(change_log.c.case_id == sources.c.case_id,
                                                      change_log.c.revision == ended)))
-                 .where(claim_sources.c.case_id == case_id, ended > start, ended <= end,
+                 .where(claim_sources.c.case_id == case_id, ended > start,
                         claims.c.revision < ended,  # the claim was there before, and still was then
                         or_(claims.c.ended_revision.is_(None), claims.c.ended_revision > ended)))
+        if end is not None:
+            query = query.where(ended <= end)
         if claim_id is not None:
             query = query.where(claim_sources.c.claim_id == claim_id)
         found = dicts(await self.connection.execute(query.order_by(ended, claim_sources.c.claim_id).limit(cap + 1)))
@@ -187,7 +189,7 @@ class SqlHistory:
             select(prediction_resolutions).where(prediction_resolutions.c.case_id == case_id,
                                                  prediction_resolutions.c.claim_id == claim_id)
             .order_by(prediction_resolutions.c.revision).limit(cap)))
-        regrounded = await self.grounding_changes(case_id, -1, 2**62, cap, claim_id)
+        regrounded = await self.grounding_changes(case_id, 0, None, cap, claim_id)
         return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved,
                 "groundings": regrounded}
 
