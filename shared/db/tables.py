@@ -243,6 +243,8 @@ possible_duplicates = Table(  # writer: staging — what a staged item resembles
     CheckConstraint("of_kind IN ('claim', 'source')", name="of_kind_known"),
     CheckConstraint("of_status IN ('canonical', 'pending')", name="of_status_known"),
 )
+# A pending item's later restatements (read beside it) and the queue's duplicates filter look flags up by what they name.
+Index("ix_possible_duplicates_of_item", possible_duplicates.c.of_proposal_id, possible_duplicates.c.of_id)
 
 decisions = Table(  # writer: review
     "decisions",
@@ -426,6 +428,7 @@ delta_operations = Table(  # writer: thesis-delta
     CheckConstraint("status IN ('previewed', 'committed', 'accepted', 'rejected')", name="status_known"),
 )
 Index("ix_delta_operations_company_status", delta_operations.c.company_id, delta_operations.c.status)
+Index("ix_delta_operations_caller", delta_operations.c.caller)  # an agent's track record counts its deltas
 
 # --- events: the outbox, in outbox_table.py (with the relay's partition slot), re-exported here ---
 
