@@ -9,7 +9,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RUNTIME_FILE = "runtime.json"
@@ -190,6 +190,25 @@ class Settings(BaseSettings):
 
 class ConfigurationError(RuntimeError):
     """The environment does not say how to reach a required server, or gives an unusable value."""
+
+
+def environment_problems(error: ValidationError) -> list[str]:
+    """One line per variable the environment got wrong, named as it is set (THREADLINE_LOG_FORMAT), with what
+    it must be: what `Settings()` refused, said without pydantic's dump."""
+    problems = []
+    for problem in error.errors(include_url=False):
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        known = Settings.model_fields.get(field)
+        variable = f"{Settings.model_config['env_prefix']}{field.upper()}" if known and not known.validation_alias \
+            else field
+        if problem["type"] == "value_error":
+            rule = str(problem["ctx"]["error"]).removeprefix(f"{variable} ")
+        else:
+            rule = problem["msg"].replace("Input should", "must").replace("String should", "must")
+        secret = known is not None and SecretStr in (known.annotation, *getattr(known.annotation, "__args__", ()))
+        given = "" if secret else f" (it is {problem['input']!r})"
+        problems.append(f"{variable}{given}: {rule}")
+    return problems
 
 
 def _create_secret_file(path: Path) -> None:

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
+import pydantic
 import typer
 
 from services.cli import backup
@@ -18,7 +19,7 @@ from services.cli.review import app as review_app
 from services.cli.running import run as _run
 from services.cli.running import settings_for as _settings
 from services.cli.webhooks import app as webhooks_app
-from shared.settings import ConfigurationError, get_settings
+from shared.settings import ConfigurationError, Settings, environment_problems, get_settings
 from shared.subjects import Service
 
 app = typer.Typer(help="Threadline: agents stage research, humans decide what becomes canonical.",
@@ -379,13 +380,19 @@ def docs_asyncapi(data_dir: DataDir = None) -> None:
 def main() -> None:
     from shared.logging import configure_logging
 
-    # Operator commands log warnings to stderr only, keeping stdout for their output; `up` and `serve`
-    # configure their own logging.
-    configure_logging("cli", "WARNING", get_settings().log_format)
     try:
+        # Operator commands log warnings to stderr only, keeping stdout for their output; `up` and `serve`
+        # configure their own logging.
+        configure_logging("cli", "WARNING", get_settings().log_format)
         app()
     except ConfigurationError as error:  # whichever command met it: what to set, never a traceback
         typer.secho(f"error: {error}", fg="red", err=True)
+        sys.exit(2)
+    except pydantic.ValidationError as error:
+        if error.title != Settings.__name__:
+            raise
+        for problem in environment_problems(error):  # a THREADLINE_* variable every command reads
+            typer.secho(f"error: {problem}", fg="red", err=True)
         sys.exit(2)
 
 

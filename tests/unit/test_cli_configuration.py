@@ -25,3 +25,34 @@ def test_a_command_with_no_server_configured_says_what_to_set(command, said, tmp
                           env=environment, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("command", "variable", "value", "said"), [
+    (["up"], "THREADLINE_LOG_FORMAT", "bogus", "THREADLINE_LOG_FORMAT (it is 'bogus'): must match pattern"),
+    (["token", "list"], "THREADLINE_HTTP_PORT", "abc", "THREADLINE_HTTP_PORT (it is 'abc'): must be a valid integer"),
+    (["up"], "THREADLINE_REVIEW_CHECKS_DISABLED", "bogus", "THREADLINE_REVIEW_CHECKS_DISABLED (it is 'bogus'): "
+                                                            "names no check bogus; the checks are"),
+    (["serve", "staging"], "THREADLINE_RELAY_PARTITIONS", "0", "THREADLINE_RELAY_PARTITIONS (it is '0'): must be "
+                                                                "greater than or equal to 1"),
+])
+def test_an_invalid_variable_is_named_with_what_it_must_be_before_any_command_starts(command, variable, value, said,
+                                                                                     tmp_path):
+    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}, variable: value}
+    data = tmp_path / "data"
+    done = subprocess.run([str(THREADLINE), *command, "--data-dir", str(data)], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: {said}") and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert not data.exists()  # refused at start: `up` started nothing
+
+
+def test_what_a_service_process_runs_refuses_an_invalid_variable_alike(tmp_path):
+    """`up` and a container start a service as `python -m services.cli.main serve …`, not through the script."""
+    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
+                   "THREADLINE_HTTP_PORT": "abc"}
+    done = subprocess.run([sys.executable, "-m", "services.cli.main", "serve", "gateway"], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "error: THREADLINE_HTTP_PORT (it is 'abc'): must be a valid integer, unable to parse " \
+                          "string as an integer\n", done.stderr
