@@ -21,6 +21,7 @@ from shared.contracts import (
     CaseHistory,
     CaseRef,
     CompanyRef,
+    CreateCase,
     CreateCompany,
     Decide,
     ListProposals,
@@ -85,12 +86,10 @@ DEMO_THESIS = [
 
 async def ensure_demo_case(settings: Settings) -> None:
     try:
-        await create_case(
-            settings,
-            DEMO_CASE_ID,
-            "Heat pumps in cold climates (demo)",
-            "Do residential heat pumps cut household heating emissions in cold climates?",
-        )
+        await create_case(settings, CreateCase(
+            actor=OPERATOR, case_id=DEMO_CASE_ID, title="Heat pumps in cold climates (demo)",
+            question="Do residential heat pumps cut household heating emissions in cold climates?",
+        ))
     except AlreadyExists:
         pass
 

@@ -16,6 +16,7 @@ from services.cli import backup
 from services.cli.bench.scaleout_command import register as register_scaleout
 from services.cli.export import export as export_command
 from services.cli.review import app as review_app
+from services.cli.running import refuse_options
 from services.cli.running import run as _run
 from services.cli.running import settings_for as _settings
 from services.cli.webhooks import app as webhooks_app
@@ -161,9 +162,14 @@ def case_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a case (the services must be running)."""
-    from services.cli.operations import create_case
+    from services.cli.operations import OPERATOR, create_case
+    from shared.contracts import CreateCase
 
-    typer.echo(json.dumps(_run(create_case(_settings(data_dir), case_id, title, question)), indent=2))
+    try:
+        case = CreateCase(actor=OPERATOR, case_id=case_id, title=title, question=question)
+    except pydantic.ValidationError as error:
+        refuse_options(error, {"case_id": "--id", "title": "--title", "question": "--question"})
+    typer.echo(json.dumps(_run(create_case(_settings(data_dir), case)), indent=2))
 
 
 @demo_app.command("load")

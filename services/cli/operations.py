@@ -55,7 +55,5 @@ async def command(settings: Settings, name: Command, message: Any, timeout: floa
         await stop_broker(broker)
 
 
-async def create_case(settings: Settings, case_id: str, title: str, question: str) -> Any:
-    return await command(
-        settings, Command.CREATE_CASE, CreateCase(actor=OPERATOR, case_id=case_id, title=title, question=question)
-    )
+async def create_case(settings: Settings, case: CreateCase) -> Any:
+    return await command(settings, Command.CREATE_CASE, case)

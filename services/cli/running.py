@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import pydantic
 import typer
 
 from shared.settings import Settings, get_settings
@@ -30,3 +31,15 @@ def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         if error.hint:
             typer.echo(f"hint: {error.hint}", err=True)
         raise typer.Exit(1) from None
+
+
+def refuse_options(error: pydantic.ValidationError, options: dict[str, str]) -> NoReturn:
+    """What a message built from command-line options broke, said as the API says it (`error (invalid_argument):
+    …` and the fix) but naming the option (`--id`) instead of the contract's field; exit 2, as a bad option."""
+    from shared.problems import from_pydantic
+
+    for problem in from_pydantic(error.errors(include_url=False, include_input=False)):
+        typer.secho(f"error (invalid_argument): {options.get(problem.field, problem.field)}: {problem.message}",
+                    fg="red", err=True)
+        typer.echo(f"hint: {problem.hint}", err=True)
+    raise typer.Exit(2)

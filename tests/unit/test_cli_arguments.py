@@ -1,0 +1,35 @@
+"""An option the command cannot use is refused in a line or two naming the option and its rule, exit 2, before any
+server is reached: never a traceback from the message, the broker or the file system underneath."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+def threadline(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    return subprocess.run([str(THREADLINE), *args], cwd=cwd, env=environment, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(("options", "said", "hint"), [
+    (["--id", "Bad Id", "--title", "T"], "--id: String should match pattern '^[a-z][a-z0-9-]*$'",
+     "use a slug matching the pattern ^[a-z][a-z0-9-]*$"),
+    (["--id", "a" * 200, "--title", "T"], "--id: String should have at most 96 characters",
+     "shorten the text to at most 96 characters"),
+    (["--id", "fine", "--title", ""], "--title: String should have at least 1 character",
+     "send a text of at least 1 character"),
+])
+def test_case_create_names_the_option_whose_value_breaks_the_rule(options, said, hint, tmp_path):
+    done = threadline("case", "create", "--data-dir", str(tmp_path / "data"), *options, "--question", "Q",
+                      cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    refusal, fix = done.stderr.splitlines()
+    assert refusal == f"error (invalid_argument): {said}" and fix.startswith(f"hint: {hint}"), done.stderr
