@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any, TextIO
 
 import nats
+import nats.js.errors
+import typer
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from shared import event_loop
@@ -83,3 +85,7 @@ def run_tail(settings: Settings, **options: Any) -> None:
         event_loop.run(tail(settings, **options))
     except KeyboardInterrupt:
         pass
+    except nats.js.errors.APIError as refused:  # the stream refused the consumer asked for (a sequence, a time)
+        typer.secho(f"error: the event stream refused the subscription: {refused.description} "
+                    f"(NATS error {refused.err_code})", fg="red", err=True)
+        raise typer.Exit(2) from None

@@ -205,7 +205,8 @@ def relay(data_dir: DataDir = None) -> None:
 def events_tail(
     case: Annotated[str | None, typer.Option("--case", help="Only this case's events.")] = None,
     from_start: Annotated[bool, typer.Option("--from-start", help="Replay from the first event.")] = False,
-    from_seq: Annotated[int | None, typer.Option("--from-seq", help="Start at this stream sequence.")] = None,
+    from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="Start at this stream sequence "
+                                                                          "(the first is 1).")] = None,
     since: Annotated[datetime | None, typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
     output: Annotated[str, typer.Option("--format", help="json (one JSON per line) or line (readable)")] = "auto",
     count: Annotated[int | None, typer.Option("--count", help="Exit after this many events.")] = None,
@@ -217,6 +218,13 @@ def events_tail(
 
     if sum(bool(x) for x in (from_start, from_seq is not None, since is not None)) > 1:
         raise typer.BadParameter("choose one of --from-start, --from-seq, --since")
+    if case is not None:
+        from shared.contract_base import Slug
+
+        try:
+            pydantic.TypeAdapter(Slug).validate_python(case)
+        except pydantic.ValidationError as error:  # else NATS refuses the subject it makes, with a traceback
+            refuse_options(error, {"(root)": "--case"})
     as_json = output == "json" or (output == "auto" and not sys.stdout.isatty())
     run_tail(_settings(data_dir), case_id=case, from_start=from_start, from_seq=from_seq,
              since=since.astimezone() if since else None, as_json=as_json, count=count, idle_timeout=idle_exit)

@@ -62,6 +62,13 @@ async def test_read_models_rebuilt_from_the_ledger_equal_those_kept_live(stack):
     assert after_index == live_index  # the search index too (the rejected item is pending no more)
 
 
+async def test_tail_from_a_sequence_the_stream_refuses_says_so_in_one_line(stack):
+    refused = await asyncio.to_thread(run, stack, "events", "tail", "--from-seq", str(2**64), "--idle-exit", "2")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("error: the event stream refused the subscription: ") and \
+        "(NATS error 10025)" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
 def json_lines(output: str) -> list[dict]:
     # Lines end at "\n" only: an event's text may hold U+2028 or U+001D, which str.splitlines() also splits on.
     return [json.loads(line) for line in output.split("\n") if line]

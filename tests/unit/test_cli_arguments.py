@@ -33,3 +33,16 @@ def test_case_create_names_the_option_whose_value_breaks_the_rule(options, said,
     assert done.returncode == 2, done.stderr
     refusal, fix = done.stderr.splitlines()
     assert refusal == f"error (invalid_argument): {said}" and fix.startswith(f"hint: {hint}"), done.stderr
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--from-seq", "0"], "Invalid value for '--from-seq'"),
+    (["--from-seq", "-5"], "Invalid value for '--from-seq'"),
+    (["--case", "Bad Id"], "error (invalid_argument): --case: String should match pattern '^[a-z][a-z0-9-]*$'"),
+])
+def test_events_tail_refuses_a_sequence_or_case_the_stream_cannot_take_before_subscribing(options, said, tmp_path):
+    done = threadline("events", "tail", "--data-dir", str(tmp_path / "data"), "--idle-exit", "1", *options,
+                      cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "no NATS server" not in done.stderr  # refused before it looked for one
