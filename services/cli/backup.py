@@ -68,7 +68,11 @@ def backup(settings: Settings, target: Path) -> dict[str, Any]:
     if target.is_dir():
         raise Refused(f"{target} is a directory", "name the file the backup is written to")
     partial = target.with_name(f".{target.name}.partial")  # a failed dump never leaves a file that looks whole
-    _private_file(partial)
+    try:
+        _private_file(partial)
+    except OSError as error:
+        raise Refused(f"cannot write the backup to {target}: {error.strerror}",
+                      "name a file in a directory that exists and that you can write to") from None
     try:
         subprocess.run([str(bin_dir / "pg_dump"), "--format=custom", "--no-owner", f"--file={partial}",
                         f"--dbname={url}"], check=True, capture_output=True, text=True, timeout=TIMEOUT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NoReturn
 
 import httpx2
 import typer
@@ -23,9 +23,14 @@ def export(
 ) -> None:
     """Export a case's ledger (every record canonical by the revision, with its status then): W3C PROV-O as
     JSON-LD or Turtle, nanopublications as TriG, or AIF JSON."""
+    if output is not None and output.is_dir():
+        _cannot_write(output, "it is a directory")
     api = Api(url, token, data_dir)
     params = {"format": format, **({"asOf": as_of} if as_of is not None else {})}
-    target = output.open("wb") if output is not None else sys.stdout.buffer
+    try:
+        target = output.open("wb") if output is not None else sys.stdout.buffer
+    except OSError as error:
+        _cannot_write(output, error.strerror)
     try:
         with api.client.stream("GET", f"/api/v1/cases/{case_id}/export", params=params, timeout=None) as response:
             if response.status_code >= 400:
@@ -43,3 +48,9 @@ def export(
     finally:
         if output is not None:
             target.close()
+
+
+def _cannot_write(output: Path, why: str) -> NoReturn:
+    typer.secho(f"error: cannot write the export to {output}: {why}", fg="red", err=True)
+    typer.echo("hint: name a file (-o) in a directory that exists and that you can write to", err=True)
+    raise typer.Exit(2)

@@ -46,3 +46,27 @@ def test_events_tail_refuses_a_sequence_or_case_the_stream_cannot_take_before_su
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "no NATS server" not in done.stderr  # refused before it looked for one
+
+
+@pytest.mark.parametrize("where", ["missing/dir/x.dump", "/proc/x.dump"])
+def test_backup_to_a_place_no_file_can_be_made_names_it_and_why(where, tmp_path):
+    target = tmp_path / where if not where.startswith("/") else Path(where)
+    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
+                   "THREADLINE_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/unreached"}  # refused before any dump
+    done = subprocess.run([str(THREADLINE), "backup", "--data-dir", str(tmp_path / "data"), str(target)], cwd=tmp_path,
+                          env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: cannot write the backup to {target}: No such file or directory",
+        "hint: name a file in a directory that exists and that you can write to"], done.stderr
+
+
+@pytest.mark.parametrize(("where", "why"), [("missing/x.json", "No such file or directory"), (".", "it is a directory")])
+def test_export_to_a_place_no_file_can_be_made_names_it_and_why(where, why, tmp_path):
+    target = tmp_path / where
+    done = threadline("export", "some-case", "--format", "aif-json", "-o", str(target), "--url", "http://127.0.0.1:1",
+                      "--token", "unused", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: cannot write the export to {target}: {why}",
+        "hint: name a file (-o) in a directory that exists and that you can write to"], done.stderr
