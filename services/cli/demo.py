@@ -135,10 +135,17 @@ class ResearchLoop:
             actor=REVIEWER, proposal_id=staged["proposalId"], accept=[i["itemId"] for i in staged["items"]],
             note=note, expected_revision=await self.revision()))
 
-    async def pending_items(self) -> set[str]:
-        listed = await command(self.settings, Command.LIST_PROPOSALS,
-                               ListProposals(actor=REVIEWER, case_id=DEMO_CASE_ID, status="pending"))
-        return {i["itemId"] for p in listed["proposals"] for i in p["items"]}
+    async def staged_items(self) -> set[str]:
+        """Every item id any proposal of the case holds, pending or decided: one a reviewer rejected stays rejected,
+        never staged again by the next `demo load` (or the first `up` of a restored data dir)."""
+        found: set[str] = set()
+        cursor = None
+        while True:
+            listed = await command(self.settings, Command.LIST_PROPOSALS, ListProposals(
+                actor=REVIEWER, case_id=DEMO_CASE_ID, status="all", limit=500, cursor=cursor))
+            found.update(i["itemId"] for p in listed["proposals"] for i in p["items"])
+            if (cursor := listed.get("nextCursor")) is None:
+                return found
 
     async def run(self) -> None:
         known = await self.known()
@@ -150,7 +157,7 @@ class ResearchLoop:
                 actor=REVIEWER, case_id=DEMO_CASE_ID, records=[RecordRef(record="source", id=RETIRED["id"])],
                 note=RETIRED["note"]))
         for tool, first_id, arguments in LEFT_PENDING:
-            if first_id not in await self.known() and first_id not in await self.pending_items():
+            if first_id not in await self.known() and first_id not in await self.staged_items():
                 await self.stage(tool, arguments)
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services.cli.demo import DEMO_THESIS, DEMO_TICKER
-from tests.factories import unique
+from services.cli.demo import DEMO_CASE_ID, DEMO_THESIS, DEMO_TICKER
+from services.cli.demo_case import LEFT_PENDING
+from tests.factories import decide, unique
 from tests.support import Stack, new_deployment, remove_deployment
 
 THREADLINE = Path(sys.executable).parent / "threadline"
@@ -59,3 +60,22 @@ async def test_demo_load_saves_a_company_with_a_thesis_and_a_source_file(fresh):
             "affectedClaimIds": [described["claims"]["items"][0]["claimId"]]})
     assert not preview.is_error, preview.content[0].text
     assert preview.structured_content["context"]["ticker"] == DEMO_TICKER
+
+
+async def test_a_demo_item_a_reviewer_rejected_is_not_staged_again_by_the_next_demo_load(fresh):
+    await asyncio.to_thread(demo_load, fresh)
+
+    async def proposals(status: str) -> list[dict]:
+        async with fresh.api() as api:
+            answer = await api.get(f"/api/v1/cases/{DEMO_CASE_ID}/proposals", params={"status": status})
+        return answer.json()["proposals"]
+
+    pending = {p["items"][0]["itemId"]: p["proposalId"] for p in await proposals("pending")}
+    rejected_item, accepted_item = (first_id for _, first_id, _ in LEFT_PENDING)
+    await decide(fresh, pending[rejected_item], reject=[rejected_item], note="The trial homes were not all cold.")
+    await decide(fresh, pending[accepted_item], accept=[accepted_item])  # the case's revision moves on
+
+    await asyncio.to_thread(demo_load, fresh)
+    assert await proposals("pending") == []  # neither the rejected item nor the accepted one staged anew
+    staged = [i["itemId"] for p in await proposals("all") for i in p["items"]]
+    assert staged.count(rejected_item) == 1 and staged.count(accepted_item) == 1
