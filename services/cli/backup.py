@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
+import shlex
 import subprocess
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -189,7 +190,10 @@ def backup_command(file: File, data_dir: DataDir = None) -> None:
 def restore_command(file: File, data_dir: DataDir = None) -> None:
     """Restore a dump into a stopped data dir: its database is replaced once the whole dump is in."""
     done = _refusing(lambda: run(restore(settings_for(data_dir), file)))
-    typer.echo(f"restored {done['restored']} into {done['dataDir']}; start it with threadline up")
+    # Plain `threadline up` starts the data dir the environment names (.threadline here), maybe not this one.
+    start = "threadline up" if Path(done["dataDir"]) == settings_for().data_dir.resolve() else \
+        f"threadline up --data-dir {shlex.quote(done['dataDir'])}"
+    typer.echo(f"restored {done['restored']} into {done['dataDir']}; start it with {start}")
 
 
 def register(app: typer.Typer) -> None:
