@@ -51,6 +51,18 @@ LOCK_FILE = "up.lock"
 __all__ = ["HEALTHY_SECONDS", "RESTART_FIRST_SECONDS", "RESTART_MAX_SECONDS", "StartupError", "Supervised", "up"]
 
 
+def how_it_ended(code: int | None) -> str:
+    """A child's end as an operator reads it: a negative code is the signal that killed it; None, a process
+    watched rather than awaited (the embedded PostgreSQL), whose status nobody can know."""
+    if code is None:
+        return "exited (exit status unknown)"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited (code {code})"
+
 class StartupError(RuntimeError):
     """The system could not start; the message says why and where to look."""
 
@@ -314,7 +326,7 @@ class Supervisor:
             pause = child.died(time.monotonic())
             log.warning("child_died", child=child.name, pid=child.pid(), code=code, deaths=child.deaths,
                         restart_in=pause)
-            print(f"{child.name} exited (code {code}); restarting in {pause:.1f}s", file=sys.stderr, flush=True)
+            print(f"{child.name} {how_it_ended(code)}; restarting in {pause:.1f}s", file=sys.stderr, flush=True)
             while not await self._pause(pause):
                 try:
                     await child.start()

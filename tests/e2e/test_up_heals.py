@@ -113,3 +113,10 @@ def test_up_logged_each_death_and_restart_as_events(system):
     assert died.count("staging") == 2
     first, second = [e for e in events if e["event"] == "child_died" and e["child"] == "staging"]
     assert second["restart_in"] == 2 * first["restart_in"], "the pause doubles for a child that dies again soon"
+    # What the operator's terminal says: the signal that killed a child `up` awaits; for PostgreSQL, which `up`
+    # only watches (pg_ctl detached it), that its status is unknown, not "code None".
+    said = [line for line in log_path.read_text().splitlines() if "; restarting in " in line]
+    assert any(line.startswith("staging was killed by SIGKILL;") for line in said), said
+    assert any(line.startswith("nats-server was killed by SIGKILL;") for line in said), said
+    assert any(line.startswith("postgres exited (exit status unknown);") for line in said), said
+    assert not any("code None" in line for line in said), said
