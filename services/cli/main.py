@@ -145,8 +145,15 @@ def token_list(data_dir: DataDir = None) -> None:
         typer.echo(json.dumps(token))
 
 
+def _a_token_id(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("give a tokenId, or its first characters, as `threadline token list` shows them")
+    return value
+
+
 @token_app.command("revoke")
-def token_revoke(token_id: Annotated[str, typer.Argument(help="The tokenId (see `token list`).")],
+def token_revoke(token_id: Annotated[str, typer.Argument(help="The tokenId (see `token list`), or a unique start of it.",
+                                                         callback=_a_token_id)],
                  data_dir: DataDir = None) -> None:
     """Revoke a token: every gateway refuses it within THREADLINE_AUTH_CACHE_SECONDS."""
     from services.cli.operations import revoke_token

@@ -7,12 +7,15 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from shared import id_prefix
 from shared.contracts import Actor
+from shared.db.queries import ids_between
 from shared.db.session import Database
 from shared.db.tables import agents, api_tokens, cases
 from shared.errors import Forbidden, InvalidArgument, NotFound, Unauthenticated
@@ -20,6 +23,7 @@ from shared.outage import outage
 
 ROLES = ("agent", "reviewer", "admin", "subscriber")
 TOKEN_PREFIX = "tl_"
+TOKENS_HINT = "list them with threadline token list"
 
 
 @dataclass(frozen=True)
@@ -122,21 +126,22 @@ class TokenStore:
         return {"token": token, "tokenId": token_id, "role": role, "name": name, "caseId": case_id}
 
     async def revoke(self, token_id: str) -> dict[str, Any]:
-        try:
-            token_id = str(uuid.UUID(token_id))
-        except ValueError:
-            raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint="list tokens first") from None
+        """Revoke the token `token_id` names: its whole id, or a unique start of it as `token list` prints it."""
         async with self.db.transaction() as connection:
+            whole = await id_prefix.resolve(token_id, partial(ids_between, connection, api_tokens.c.token_id),
+                                            what="token", field="tokenId", hint=TOKENS_HINT)
+            if whole is None:
+                raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint=TOKENS_HINT)
             row = (
                 await connection.execute(
                     update(api_tokens)
-                    .where(api_tokens.c.token_id == token_id)
+                    .where(api_tokens.c.token_id == whole)
                     .values(revoked_at=func.coalesce(api_tokens.c.revoked_at, func.now()))
                     .returning(api_tokens.c.token_id, api_tokens.c.name, api_tokens.c.revoked_at)
                 )
             ).first()
         if row is None:
-            raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint="list tokens first")
+            raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint=TOKENS_HINT)
         self._cache.clear()
         return {"tokenId": row.token_id, "name": row.name, "revokedAt": row.revoked_at.isoformat()}
 

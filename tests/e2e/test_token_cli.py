@@ -1,0 +1,38 @@
+"""`threadline token revoke` takes a token's id as `token list` prints it, or a unique start of it; never an empty one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.factories import unique
+
+THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+def token(stack, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(THREADLINE), "token", *args], env=stack.environment(), capture_output=True, text=True,
+                          timeout=60)
+
+
+async def test_token_revoke_takes_a_unique_start_of_the_id_and_refuses_an_empty_one(stack):
+    name = unique("revoked-by-prefix")
+    await stack.issue_token("reviewer", name)
+    listed = await asyncio.to_thread(token, stack, "list")
+    token_id = next(t["tokenId"] for t in map(json.loads, listed.stdout.splitlines()) if t["name"] == name)
+
+    for empty in ("", "  "):
+        refused = await asyncio.to_thread(token, stack, "revoke", empty)
+        assert refused.returncode == 2 and "give a tokenId, or its first characters" in refused.stderr, refused.stderr
+    unknown = await asyncio.to_thread(token, stack, "revoke", "not-a-token")
+    assert unknown.returncode == 1 and "error (not_found): there is no token 'not-a-token'" in unknown.stderr
+    assert "hint: list them with threadline token list" in unknown.stderr
+
+    revoked = await asyncio.to_thread(token, stack, "revoke", token_id[:8])
+    assert revoked.returncode == 0, revoked.stderr
+    assert json.loads(revoked.stdout)["tokenId"] == token_id
+    listed = await asyncio.to_thread(token, stack, "list")
+    assert next(t for t in map(json.loads, listed.stdout.splitlines()) if t["tokenId"] == token_id)["revokedAt"]
