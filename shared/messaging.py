@@ -166,12 +166,15 @@ class ServiceClient:
     (shared/repeats.py), and a service that does not answer at all is told apart from one restarting.
     """
 
-    def __init__(self, broker: NatsBroker, subjects: Subjects, timeout: float) -> None:
+    def __init__(self, broker: NatsBroker, subjects: Subjects, timeout: float, *, presume_running: bool = False) -> None:
         self.broker = broker
         self.subjects = subjects
         self.timeout = timeout
         self._watches: dict[Service, _Watch] = {}
         self._answered: dict[Service, float] = {}  # when each service last answered this client
+        # A long-lived caller (the gateway) takes every service as heard from when it started: just after a
+        # (re)start under `up`, a service it has not called yet and that no replica answers is restarting.
+        self._started = time.monotonic() if presume_running else None
         self._reconnects = 0
         self._reconnected_at = float("-inf")
 
@@ -278,7 +281,7 @@ class ServiceClient:
     def _no_responders(self, service: Service) -> Unavailable:
         """No replica of `service` is subscribed: restarting, or not running — told apart by how long it
         has been silent."""
-        name, answered = service.value, self._answered.get(service)
+        name, answered = service.value, self._answered.get(service, self._started)
         details = {"dependency": "service", "service": name, "mayHaveBeenApplied": False}
         if answered is None:
             return Unavailable(f"no {name} service answers: the call was not delivered", details=details,

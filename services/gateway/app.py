@@ -95,7 +95,7 @@ class Gateway:
             transaction_pooler=settings.database_transaction_pooler,
         )
         broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
-        client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout)
+        client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout, presume_running=True)
         return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds),
                    Discoveries(db, settings.auth_cache_seconds), UiSessions(db))
 

@@ -60,3 +60,30 @@ async def test_no_responders_reads_restarting_within_the_window_and_not_running_
         await service.close()
         await broker.stop()
         await remove_deployment(servers, deployment)
+
+
+async def test_a_client_that_presumes_the_services_running_reads_a_never_heard_service_as_restarting_after_its_start(
+        servers, monkeypatch):
+    """The gateway just (re)started by `up`: a service it has not called yet, answered by no replica, is being
+    restarted by `up` too, not one an operator must start; once the window since its start is over, it is not
+    running. A short-lived caller (the CLI) presumes nothing: either/or, as above."""
+    monkeypatch.setattr(messaging, "RESTART_WINDOW_SECONDS", WINDOW_SECONDS)
+    deployment = await new_deployment(servers)  # its own subjects: no real staging service answers them
+    broker = create_broker(deployment, role=OPERATOR, name="restart-window-test")
+    await broker.connect()
+    try:
+        gateway = ServiceClient(broker, Subjects(deployment.nats_prefix), timeout=5.0, presume_running=True)
+        restarting = await refusal(gateway)
+        assert "the staging service is restarting" in restarting.message, restarting.message
+        assert "retry in a few seconds" in restarting.hint and "operator" not in restarting.hint
+
+        await asyncio.sleep(WINDOW_SECONDS + 0.2)
+        gone = await refusal(gateway)
+        assert "no staging service is running" in gone.message and "an operator must start it" in gone.hint
+
+        cli = ServiceClient(broker, Subjects(deployment.nats_prefix), timeout=5.0)
+        never = await refusal(cli)
+        assert "if it is restarting" in never.hint and "an operator must start it" in never.hint
+    finally:
+        await broker.stop()
+        await remove_deployment(servers, deployment)
