@@ -135,6 +135,25 @@ async def test_a_call_while_up_restarts_a_killed_service_is_told_it_is_restartin
         assert not (await stage(mcp, "after-the-restart")).is_error
 
 
+async def test_a_gateway_just_restarted_tells_a_call_to_a_killed_service_it_has_not_called_yet_that_it_is_restarting(
+        system, agent_token):
+    gateway = system.pid_of("gateway")
+    os.kill(gateway, signal.SIGKILL)
+    await until_back(system, "gateway", gateway)
+    http, mcp = agent(system, agent_token)
+    async with http, mcp:  # the new gateway has heard from no staging replica: nothing was staged through it
+        staging = system.pid_of("staging")
+        os.kill(staging, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+        answer = await stage(mcp, "first-call-after-the-gateway-restart")
+        text = answer.content[0].text
+        assert answer.is_error and answer.structured_content["error"]["code"] == "unavailable", text
+        assert "staging service is restarting" in text and "operator must start it" not in text, text
+
+        await until_back(system, "staging", staging)
+        assert not (await stage(mcp, "after-both-restarts")).is_error
+
+
 async def test_a_call_while_postgresql_is_down_is_told_it_is_postgresql(system, agent_token):
     """`up` is held (SIGSTOP) so that it cannot start PostgreSQL again while the calls are made."""
     postmaster = psutil.Process(system.pid_of("postgres"))
