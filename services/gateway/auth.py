@@ -130,8 +130,6 @@ class TokenStore:
         async with self.db.transaction() as connection:
             whole = await id_prefix.resolve(token_id, partial(ids_between, connection, api_tokens.c.token_id),
                                             what="token", field="tokenId", hint=TOKENS_HINT)
-            if whole is None:
-                raise NotFound(f"there is no token {token_id!r}", field="tokenId", hint=TOKENS_HINT)
             row = (
                 await connection.execute(
                     update(api_tokens)
