@@ -14,10 +14,6 @@ matches when it holds one of them for every word. Ranked, ten hits a page.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.ports import ProjectionUnitOfWork
-from shared import ledger, search_text
+from shared import cursors, ledger, search_text
 from shared.contracts import ToolRequest
 from shared.errors import InvalidArgument, NotFound
 from shared.grounding import grounding_for, grounding_of_citations
@@ -117,8 +113,7 @@ class Search:
 
     def fingerprint(self) -> str:
         """What a listing's cursor is bound to: the case and the filters (a cursor of another listing is refused)."""
-        asked = [self.case_id, sorted(self.kinds), self.status, self.gap]
-        return hashlib.sha256(json.dumps(asked).encode()).hexdigest()[:16]
+        return cursors.fingerprint([self.case_id, sorted(self.kinds), self.status, self.gap])
 
 
 @dataclass(frozen=True)
@@ -130,24 +125,20 @@ class Page:
 
 
 def encode_position(position: Position, fingerprint: str) -> str:
-    raw = json.dumps([*position.key, position.seen, position.total, fingerprint], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return cursors.encode([*position.key, position.seen, position.total], fingerprint)
+
+
+def _position(key: list[Any]) -> Position:
+    record_id, kind, proposal_id, seen, total = key
+    if not all(isinstance(v, str) for v in (record_id, kind, proposal_id)) or not all(
+            isinstance(n, int) and n >= 0 for n in (seen, total)):
+        raise ValueError(key)
+    return Position((record_id, kind, proposal_id), seen, total)
 
 
 def decode_position(cursor: str, fingerprint: str) -> Position:
-    try:
-        record_id, kind, proposal_id, seen, total, bound = json.loads(
-            base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not all(isinstance(v, str) for v in (record_id, kind, proposal_id, bound)) or not all(
-                isinstance(n, int) and n >= 0 for n in (seen, total)):
-            raise ValueError(cursor)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
-        raise InvalidArgument("cursor: it is not one this search gave", field="cursor",
-                              hint="page on with the nextCursor of the previous page, or leave cursor out") from error
-    if bound != fingerprint:
-        raise InvalidArgument("cursor: it belongs to a listing of another case or with other filters", field="cursor",
-                              hint="keep kinds, status and gap as they were, or start again without cursor")
-    return Position((record_id, kind, proposal_id), seen, total)
+    return cursors.decode(cursor, fingerprint, _position, of="this search",
+                          keep="keep kinds, status and gap as they were, or start again without cursor")
 
 
 def paged(search: Search, cursor: int | str | None) -> Search:

@@ -4,10 +4,6 @@ rejects an item naming the record it restates, in a note the agent reads in its 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -18,6 +14,7 @@ from services.review.domain import StoredProposal
 from services.review.duplicate_views import with_possible_duplicates
 from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import QueueQuery
+from shared import cursors
 from shared.contracts import Decide, ListProposals
 from shared.errors import InvalidArgument
 from shared.problems import Problem, bounded
@@ -36,26 +33,22 @@ def words_of(q: str | None) -> tuple[str, ...]:
 
 def _fingerprint(cmd: ListProposals, words: tuple[str, ...], newest_first: bool) -> str:
     """What a cursor is bound to: the same status, filters and order (a cursor of another query is refused)."""
-    asked = [cmd.case_id, cmd.status, cmd.kind, cmd.agent, list(words), cmd.duplicates, newest_first]
-    return hashlib.sha256(json.dumps(asked).encode()).hexdigest()[:16]
+    return cursors.fingerprint([cmd.case_id, cmd.status, cmd.kind, cmd.agent, list(words), cmd.duplicates,
+                                newest_first])
 
 
 def encode_cursor(last: StoredProposal, fingerprint: str) -> str:
-    raw = json.dumps([last.created_at.isoformat(), last.proposal_id, fingerprint], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return cursors.encode([last.created_at.isoformat(), last.proposal_id], fingerprint)
+
+
+def _after(key: list[Any]) -> tuple[datetime, str]:
+    at, proposal_id = key
+    return datetime.fromisoformat(at), str(proposal_id)
 
 
 def decode_cursor(cursor: str, fingerprint: str) -> tuple[datetime, str]:
-    try:
-        at, proposal_id, bound = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        after = (datetime.fromisoformat(at), str(proposal_id))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
-        raise InvalidArgument("the cursor is not one this queue gave", field="cursor",
-                              hint="page on with the nextCursor of the previous page, or leave cursor out") from error
-    if bound != fingerprint:
-        raise InvalidArgument("the cursor belongs to a queue with other filters or another order", field="cursor",
-                              hint="keep status, kind, agent, q, duplicates and sort as they were, or start again")
-    return after
+    return cursors.decode(cursor, fingerprint, _after, of="this queue",
+                          keep="keep status, kind, agent, q, duplicates and sort as they were, or start again")
 
 
 def plain_listing(cmd: ListProposals) -> bool:
