@@ -47,7 +47,9 @@ async def test_64_agents_stage_while_a_reviewer_accepts_mid_way(stack):
                 # `unavailable`, "retry shortly", and the agent retries, as the answer says to.
                 read = await call_until_answered(mcp, "get_workspace", {})
                 assert not read.is_error, read.structured_content
-                assert read.structured_content["workspaceRevision"] == pinned
+                # An agent whose first read waited out several busy spells may read after the reviewer accepted.
+                assert read.structured_content["workspaceRevision"] == pinned or (
+                    acked.is_set() and read.structured_content["workspaceRevision"] == pinned + 1)
                 k = 0
                 calls_after_acceptance = 0
                 # Stage until this agent made its share and, once the ledger moved, two more calls.
