@@ -38,6 +38,7 @@ from services.gateway import (
     search_api,
     search_ui,
     ui,
+    webhooks_ui,
 )
 from services.gateway.auth import Principal, TokenStore
 from services.gateway.discoveries import Discoveries
@@ -250,6 +251,7 @@ def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     app.include_router(queue_ui.router)
     app.include_router(search_ui.router)
     app.include_router(record_ui.router)
+    app.include_router(webhooks_ui.router)
     app.mount("/ui/static", StaticFiles(directory=Path(ui.__file__).parent / "static"), name="ui-static")
 
     @app.exception_handler(ThreadlineError)
