@@ -4,9 +4,8 @@ The case is written into the ledger's tables in bulk (30,000 claims citing 3,000
 1,000 merge groups, 300 revisions): filling it through staging and review would take most of an hour here,
 and the export reads only those tables. The gateway runs as its own process (`threadline serve gateway`), so
 its peak resident memory during each export (VmHWM, reset before it) is the gateway's alone. The figures are
-printed (`-s`); `THREADLINE_EXPORT_CLAIMS` sets another size. Measured here at 30,000 claims: 67 MB of Turtle,
-79 MB of TriG, 20 MB of AIF JSON, 73 MB of JSON-LD, each streamed with the gateway's peak resident memory at most
-2.5 MB above where it started.
+printed (`-s`); `THREADLINE_EXPORT_CLAIMS` sets another size. The figures measured are in docs/performance.md
+("Exports").
 """
 
 from __future__ import annotations
