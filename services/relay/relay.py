@@ -117,10 +117,12 @@ class OutboxRelay:
                     continue
                 waiter = asyncio.create_task(wake.wait())
                 stopper = asyncio.create_task(stop.wait())
-                await asyncio.wait({waiter, stopper}, timeout=self.settings.relay_poll_interval,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
+                try:
+                    await asyncio.wait({waiter, stopper}, timeout=self.settings.relay_poll_interval,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:  # a relay cancelled while it waits leaves no task waiting on for ever
+                    waiter.cancel()
+                    stopper.cancel()
         finally:
             partitions.forget()
             try:

@@ -4,6 +4,7 @@ and marking the rows), or a stream that takes no batches, gets its events one at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import asyncpg
@@ -107,3 +108,22 @@ async def test_a_stream_that_takes_no_batches_gets_each_event_on_its_own(relay_s
     assert_exact_stream(events, CASES, DECISIONS)
     assert all(BATCH_ID not in (e["headers"] or {}) for e in events)
     assert marked_match(events, await marked(relay_stack))
+
+
+async def test_a_relay_cancelled_while_it_waits_leaves_no_task_waiting(relay_stack):  # noqa: F811
+    """A relay cancelled (its process stopping) between passes cancels the two waits it started, so no task is left
+    waiting on an event for ever, to be destroyed while pending when it is collected."""
+    def waiting() -> list[asyncio.Task]:
+        return [t for t in asyncio.all_tasks() if "Event.wait" in repr(t.get_coro()) and not t.done()]
+
+    before = set(waiting())
+    relay = asyncio.create_task(OutboxRelay(relay_stack.settings).run(asyncio.Event()))
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(set(waiting()) - before) < 2:  # leading, with nothing to publish: waiting for a wake-up or the stop
+        assert asyncio.get_running_loop().time() < deadline, "the relay never waited between passes"
+        await asyncio.sleep(0.05)
+    relay.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await relay
+    await asyncio.sleep(0)  # the waits' cancellation runs
+    assert set(waiting()) - before == set()
