@@ -53,6 +53,7 @@ MAX_PARALLEL_AGGREGATES = 64
 LANES = 2  # passes a relay runs at once over its partitions' aggregates (publish_pass)
 PUBLISH_TIMEOUT_SECONDS = 5.0
 OBSERVE_EVERY_SECONDS = 1.0
+WOKEN, STOPPED = "relay-woken", "relay-stopped"  # the waits between passes (named: a task dump shows them)
 
 OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
                        "Events committed to the outbox and not yet acknowledged by JetStream")
@@ -115,8 +116,8 @@ class OutboxRelay:
                 await self.observe_outbox(db)
                 if sent >= self.settings.relay_batch_size:
                     continue
-                waiter = asyncio.create_task(wake.wait())
-                stopper = asyncio.create_task(stop.wait())
+                waiter = asyncio.create_task(wake.wait(), name=WOKEN)
+                stopper = asyncio.create_task(stop.wait(), name=STOPPED)
                 try:
                     await asyncio.wait({waiter, stopper}, timeout=self.settings.relay_poll_interval,
                                        return_when=asyncio.FIRST_COMPLETED)
