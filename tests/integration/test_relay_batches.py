@@ -4,7 +4,6 @@ and marking the rows), or a stream that takes no batches, gets its events one at
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 
 import asyncpg
@@ -12,7 +11,7 @@ import nats
 from nats.js.api import StreamInfo
 
 from services.relay.batches import BATCH_ID
-from services.relay.relay import STOPPED, WOKEN, OutboxRelay
+from services.relay.relay import OutboxRelay
 from shared.db.session import asyncpg_dsn
 from shared.nats_auth import OPERATOR, nats_options
 from shared.streams import stream_config
@@ -108,21 +107,3 @@ async def test_a_stream_that_takes_no_batches_gets_each_event_on_its_own(relay_s
     assert_exact_stream(events, CASES, DECISIONS)
     assert all(BATCH_ID not in (e["headers"] or {}) for e in events)
     assert marked_match(events, await marked(relay_stack))
-
-
-async def test_a_relay_cancelled_while_it_waits_leaves_no_task_waiting(relay_stack):  # noqa: F811
-    """A relay cancelled (its process stopping) between passes cancels the two waits it started, so no task is left
-    waiting on an event for ever, to be destroyed while pending when it is collected."""
-    def waiting() -> list[asyncio.Task]:
-        return [t for t in asyncio.all_tasks() if t.get_name() in (WOKEN, STOPPED) and not t.done()]
-
-    relay = asyncio.create_task(OutboxRelay(relay_stack.settings).run(asyncio.Event()))
-    deadline = asyncio.get_running_loop().time() + 10
-    while len(waiting()) < 2:  # leading, with nothing to publish: waiting for a wake-up or the stop
-        assert asyncio.get_running_loop().time() < deadline, "the relay never waited between passes"
-        await asyncio.sleep(0.05)
-    relay.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await relay
-    await asyncio.sleep(0)  # the waits' cancellation runs
-    assert waiting() == []
