@@ -200,7 +200,9 @@ async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_t
     text = "Heat pumps in Zürich, São Paulo and Łódź cut household heating emissions by a third, utilities report."
     async with agent_session(stack) as agent:
         await agent.accepted("stage_sources", sources=[source_item("s-nestle", publisher="Nestlé S.A.")])
-        await agent.accepted("stage_claims", claims=[claim_item("c-heat", ["s-nestle"], text=text)])
+        await agent.accepted("stage_claims", claims=[claim_item(
+            "c-heat", ["s-nestle"], text=text, transformationNote="Summed the utilities' tariff tables.",
+            proposalRationale="Corroborates the Genève survey.")])
         await wait_until_published(stack.db)
         await wait_until_projected(stack.settings)
 
@@ -215,6 +217,8 @@ async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_t
         for query in ('"Sao Paulo" heat', "Lodz", "ŁÓDŹ"):
             assert [(i, m) for i, m, _, _ in await found(query, ["claim"])] == [("c-heat", "text")], query
         assert [(i, m) for i, m, _, _ in await found("Nestle", ["source"])] == [("s-nestle", "text")]
+        for query in ("tariff tables", "Geneve survey"):  # a claim's notes are searched as its text is
+            assert [(i, m) for i, m, _, _ in await found(query, ["claim"])] == [("c-heat", "text")], query
         ((claim_id, match, _, snippet),) = await found("Zurihc heat pumps", ["claim"])
         assert (claim_id, match) == ("c-heat", "fuzzy") and "Zürich" in snippet
         async with stack.api("reviewer") as api:
