@@ -35,6 +35,10 @@ from shared.grounding import grounding_for
 RECORDS = (("source", sources, sources.c.source_id), ("claim", claims, claims.c.claim_id),
            ("relation", relations, relations.c.relation_id), ("group", merge_groups, merge_groups.c.group_id))
 NULL_TEXT = literal_column("NULL::text")
+# The change log, each entry with the decision it records and the proposal that decision was on (the ledger's
+# history reads it too); both joins are outer (a retirement has no decision) and on primary keys: one row per entry.
+LOGGED_DECISIONS = (change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
+                    .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
 PROVENANCE = ("proposal_id", "staged_by", "staged_at", "decision_id", "decided_by", "decided_at", "revision")
 
 
@@ -92,8 +96,7 @@ class SqlHistory:
             select(change_log.c.revision, change_log.c.decision_id, change_log.c.actor, change_log.c.at,
                    change_log.c.summary, decisions.c.proposal_id, proposals.c.agent_name.label("staged_by"),
                    func.count().over().label("total"))
-            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
-                         .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
+            .select_from(LOGGED_DECISIONS)
             .where(change_log.c.case_id == case_id, change_log.c.revision > start, change_log.c.revision <= end)
             .order_by(change_log.c.revision).limit(cap + 1)))
         r = prediction_resolutions.c
@@ -290,6 +293,6 @@ class SqlHistory:
         return dicts(await self.connection.execute(
             select(change_log.c.revision, change_log.c.decision_id, change_log.c.actor, change_log.c.at,
                    change_log.c.summary, decisions.c.proposal_id)
-            .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id))
+            .select_from(LOGGED_DECISIONS)
             .where(change_log.c.case_id == case_id, change_log.c.revision > after, change_log.c.revision <= as_of)
             .order_by(change_log.c.revision).limit(limit)))

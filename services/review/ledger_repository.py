@@ -10,6 +10,7 @@ from sqlalchemy import and_, case, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from services.review.history_repository import LOGGED_DECISIONS
 from shared import review_check_facts
 from shared.contracts import ClaimItem, MergeGroupItem, RecordedSource, RelationItem, SourceItem, VerdictClaim
 from shared.db.history_tables import rating_history
@@ -19,7 +20,6 @@ from shared.db.tables import (
     change_log,
     claim_sources,
     claims,
-    decisions,
     evidence_health,
     merge_group_members,
     merge_groups,
@@ -338,8 +338,7 @@ class SqlLedger:
     async def history(self, case_id: str, limit: int, before: int | None) -> list[dict[str, Any]]:
         """Change log entries, newest first, each with the agent that staged the proposal it decided (if any)."""
         query = (select(change_log, proposals.c.agent_name.label("staged_by"))
-                 .select_from(change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
-                              .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
+                 .select_from(LOGGED_DECISIONS)
                  .where(change_log.c.case_id == case_id))
         if before is not None:
             query = query.where(change_log.c.revision < before)
