@@ -72,7 +72,8 @@ class SqlHistory:
 
     async def diff(self, case_id: str, start: int, end: int, cap: int) -> dict[str, list[dict[str, Any]]]:
         """Records added and ended in revisions start+1..end, the ratings made (each with the claim's grounding
-        before and after), the claims whose grounding alone changed, the predictions resolved and the log
+        before and after), the claims whose grounding alone changed (no re-rating of their evidence health at that
+        revision), the predictions resolved and the log
         entries, each list its first `cap` + 1 entries in revision order, each row with the list's `total`."""
         added = [select(literal("added").label("change"), literal(record).label("record"), key.label("id"),
                         table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"))
@@ -105,7 +106,7 @@ class SqlHistory:
                    r.revision, r.resolved_by, func.count().over().label("total"))
             .where(r.case_id == case_id, r.revision > start, r.revision <= end)
             .order_by(r.revision, r.claim_id).limit(cap + 1)))
-        regrounded = await self.grounding_changes(case_id, start, end, cap)
+        regrounded = await self.grounding_changes(case_id, start, end, cap, unrated=True)
         keys = [(x["claim_id"], x["revision"]) for x in rerated[:cap]]
         grounding = await self.grounding_between(case_id, keys)
         for x in rerated:
@@ -113,11 +114,13 @@ class SqlHistory:
         return {"records": rows, "rerated": rerated, "regrounded": regrounded, "log": logged, "resolved": resolved}
 
     async def grounding_changes(self, case_id: str, start: int, end: int | None, cap: int,
-                                claim_id: str | None = None) -> list[dict[str, Any]]:
+                                claim_id: str | None = None, unrated: bool = False) -> list[dict[str, Any]]:
         """Claims whose grounding changed in revisions start+1..end (`end` unset: up to now), each with its
-        grounding before and after and who made the revision. Grounding is derived from the active sources, so
-        only a source's ending changes it: the candidates are the claims citing a source that ended then, the
-        first `cap` + 1 in revision order, those whose label and number of origins stayed the same left out."""
+        grounding before and after, who made the revision and the list's `total`; the first `cap` + 1 in revision
+        order. Grounding is derived from the active sources, so only a source's ending changes it: the candidates are
+        the claims citing a source that ended then. Each candidate is compared (by the grounding rules, which live
+        in Python) before the cap is applied, so those whose label and number of origins stayed the same neither use
+        up the cap nor count. `unrated`: only changes at a revision that did not re-rate the claim's evidence health."""
         ended = sources.c.ended_revision
         query = (select(claim_sources.c.claim_id, ended.label("revision"), change_log.c.actor, change_log.c.at)
                  .distinct()
@@ -135,14 +138,16 @@ class SqlHistory:
             query = query.where(ended <= end)
         if claim_id is not None:
             query = query.where(claim_sources.c.claim_id == claim_id)
-        found = dicts(await self.connection.execute(query.order_by(ended, claim_sources.c.claim_id).limit(cap + 1)))
+        if unrated:
+            query = query.where(~select(rating_history.c.revision)
+                                .where(rating_history.c.case_id == claim_sources.c.case_id,
+                                       rating_history.c.claim_id == claim_sources.c.claim_id,
+                                       rating_history.c.revision == ended).exists())
+        found = dicts(await self.connection.execute(query.order_by(ended, claim_sources.c.claim_id)))
         grounding = await self.grounding_between(case_id, [(x["claim_id"], x["revision"]) for x in found])
-        changed = []
-        for x in found:
-            pair = grounding[(x["claim_id"], x["revision"])]
-            if pair["before"] != pair["after"]:
-                changed.append({**x, "grounding": pair})
-        return changed
+        changed = [{**x, "grounding": pair} for x in found
+                   if (pair := grounding[(x["claim_id"], x["revision"])])["before"] != pair["after"]]
+        return [{**x, "total": len(changed)} for x in changed[:cap + 1]]
 
     async def grounding_between(self, case_id: str,
                                 keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -172,34 +177,36 @@ class SqlHistory:
 
     async def links_of(self, case_id: str, claim_id: str, cap: int) -> dict[str, list[dict[str, Any]]]:
         """The relations that run from or to the claim, the groups it is in, each re-rating it had, each change of
-        its grounding (a source it cites ended), and each resolution of it (a prediction's)."""
+        its grounding (a source it cites ended), and each resolution of it (a prediction's); each list but the
+        re-ratings its first `cap` + 1 (so a cut shows), each row with the list's `total`."""
+        total = func.count().over().label("total")
         linked = dicts(await self.connection.execute(
-            select(relations).where(relations.c.case_id == case_id, or_(
+            select(relations, total).where(relations.c.case_id == case_id, or_(
                 relations.c.source_claim_id == claim_id, relations.c.target_claim_id == claim_id))
-            .order_by(relations.c.revision, relations.c.relation_id).limit(cap)))
+            .order_by(relations.c.revision, relations.c.relation_id).limit(cap + 1)))
         grouped = dicts(await self.connection.execute(
-            select(merge_groups).join(merge_group_members, and_(
+            select(merge_groups, total).join(merge_group_members, and_(
                 merge_group_members.c.case_id == merge_groups.c.case_id,
                 merge_group_members.c.group_id == merge_groups.c.group_id))
             .where(merge_group_members.c.case_id == case_id, merge_group_members.c.claim_id == claim_id)
-            .order_by(merge_groups.c.revision, merge_groups.c.group_id).limit(cap)))
+            .order_by(merge_groups.c.revision, merge_groups.c.group_id).limit(cap + 1)))
         rated = dicts(await self.connection.execute(
             select(rating_history, change_log.c.actor, change_log.c.at)
             .select_from(rating_history.join(change_log, _logged(rating_history)))
             .where(rating_history.c.case_id == case_id, rating_history.c.claim_id == claim_id)
             .order_by(rating_history.c.revision)))
         resolved = dicts(await self.connection.execute(
-            select(prediction_resolutions).where(prediction_resolutions.c.case_id == case_id,
-                                                 prediction_resolutions.c.claim_id == claim_id)
-            .order_by(prediction_resolutions.c.revision).limit(cap)))
+            select(prediction_resolutions, total).where(prediction_resolutions.c.case_id == case_id,
+                                                        prediction_resolutions.c.claim_id == claim_id)
+            .order_by(prediction_resolutions.c.revision).limit(cap + 1)))
         regrounded = await self.grounding_changes(case_id, 0, None, cap, claim_id)
         return {"relations": linked, "groups": grouped, "ratings": rated, "resolutions": resolved,
                 "groundings": regrounded}
 
     async def stagings_of(self, case_id: str, claim_id: str, cap: int) -> list[dict[str, Any]]:
-        """The first `cap` proposals that staged the claim, accepted, rejected or still pending, in the order staged,
-        each with the decision on it (the revision it is told at: the one the decision made, else the one it was made
-        on)."""
+        """The first `cap` + 1 proposals that staged the claim (so a cut shows), accepted, rejected or still pending, in
+        the order staged, each with the decision on it (the revision it is told at: the one the decision made, else the
+        one it was made on) and the list's `total`."""
         decided = and_(item_decisions.c.proposal_id == proposal_items.c.proposal_id,
                        item_decisions.c.item_id == proposal_items.c.item_id)
         return dicts(await self.connection.execute(
@@ -207,13 +214,14 @@ class SqlHistory:
                    proposals.c.pinned_revision, proposals.c.staged_revision, proposal_items.c.payload,
                    item_decisions.c.outcome, decisions.c.decision_id, decisions.c.reviewer, decisions.c.decided_at,
                    decisions.c.note,
-                   func.coalesce(decisions.c.revision_after, decisions.c.expected_revision).label("decided_revision"))
+                   func.coalesce(decisions.c.revision_after, decisions.c.expected_revision).label("decided_revision"),
+                   func.count().over().label("total"))
             .select_from(proposals.join(proposal_items, proposal_items.c.proposal_id == proposals.c.proposal_id)
                          .outerjoin(item_decisions, decided)
                          .outerjoin(decisions, decisions.c.decision_id == item_decisions.c.decision_id))
             .where(proposals.c.case_id == case_id, proposals.c.kind.in_(("claims", "verdict")),
                    proposal_items.c.item_id == claim_id)
-            .order_by(proposals.c.created_at, proposals.c.proposal_id).limit(cap)))
+            .order_by(proposals.c.created_at, proposals.c.proposal_id).limit(cap + 1)))
 
     # --- export pages: the records installed by a revision, in id order, each with its status then -------
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 DIFF_CAP = 500  # entries per list of a diff; `counts` has every list's total, `omitted` what was cut
-TIMELINE_CAP = 200  # stagings, relations and groups of one claim on its timeline; `omitted` names those cut
+TIMELINE_CAP = 200  # entries per list of a claim's timeline; `omitted` how many each list cut had left out, as a diff's
 
 
 def iso(value: datetime | None) -> str | None:
@@ -48,13 +48,9 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
     rerated = {(r["claim_id"], r["revision"]): {
         "claimId": r["claim_id"], "health": r["health"], "lost": r["lost"], "revision": r["revision"],
         "by": r["actor"], **({"grounding": r["grounding"]} if r.get("grounding") else {})} for r in found["rerated"][:cap]}
-    regrounded_only = 0  # claims whose grounding alone changed: no evidence health re-rating at that revision
-    for g in found.get("regrounded", []):
-        key = (g["claim_id"], g["revision"])
-        if key not in rerated:
-            regrounded_only += 1
-            rerated[key] = {"claimId": g["claim_id"], "revision": g["revision"], "by": g["actor"]}
-        rerated[key]["grounding"] = g["grounding"]
+    for g in found.get("regrounded", [])[:cap]:  # grounding alone changed: no evidence health re-rating then
+        rerated[(g["claim_id"], g["revision"])] = {"claimId": g["claim_id"], "revision": g["revision"], "by": g["actor"],
+                                                   "grounding": g["grounding"]}
     view["rerated"] = sorted(rerated.values(), key=lambda r: (r["revision"], r["claimId"]))[:cap]
     view["resolved"] = [{"claimId": r["claim_id"], "outcome": r["outcome"], "resolvedOn": r["resolved_on"],
                          "sourceId": r["source_id"], "supersedes": r["supersedes"], "revision": r["revision"],
@@ -64,8 +60,8 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
                           "at": iso(r["at"]), "summary": r["summary"], "proposalId": r["proposal_id"],
                           "stagedBy": r["staged_by"]}
                          for r in found["log"][:cap]]
-    counts = {**totals, "rerated": _total(found["rerated"]) + regrounded_only, "resolved": _total(found["resolved"]),
-              "decisions": _total(found["log"])}
+    counts = {**totals, "rerated": _total(found["rerated"]) + _total(found.get("regrounded", [])),
+              "resolved": _total(found["resolved"]), "decisions": _total(found["log"])}
     shown = {name: len(view[name]) for name in counts}
     view["counts"] = counts
     view["omitted"] = {name: counts[name] - shown[name] for name in counts if counts[name] > shown[name]}
@@ -79,6 +75,7 @@ def _event(event: str, revision: int | None, by: str | None, at: datetime | None
 
 NO_LINKS: dict[str, list[dict[str, Any]]] = {"relations": [], "groups": [], "ratings": [], "resolutions": [],
                                              "groundings": []}
+CUT = ("relations", "groups", "resolutions", "groundings")  # a claim's links the repository caps (not its ratings)
 ORDER = {"staged": 0, "accepted": 1, "rejected": 1}  # at one revision and moment: staged before decided
 
 
@@ -145,10 +142,16 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
 
 
 def timeline_view(case_id: str, claim_id: str, claim: dict[str, Any] | None, links: dict[str, list[dict[str, Any]]],
-                  stagings: list[dict[str, Any]]) -> dict[str, Any]:
+                  stagings: list[dict[str, Any]], cap: int = TIMELINE_CAP) -> dict[str, Any]:
     """One claim's life in revision order: each staging (by which agent, at which pin) and its rejection, then,
     once accepted, related, grouped, re-rated, resolved, and superseded or retired — each event with who and at which
-    revision. A claim no decision accepted (rejected, or pending) is told from its proposals alone."""
+    revision. A claim no decision accepted (rejected, or pending) is told from its proposals alone. Each list (the
+    repository's first `cap` + 1, each row with the list's `total`) is cut to `cap`; `omitted` says how many each cut
+    list left out (the re-ratings are never cut)."""
+    lists = {"stagings": stagings, **{name: rows for name, rows in links.items() if name in CUT}}
+    omitted = {name: _total(rows) - cap for name, rows in lists.items() if len(rows) > cap}
+    stagings = stagings[:cap]
+    links = {name: rows[:cap] if name in CUT else rows for name, rows in links.items()}
     events = _staging_events(stagings, claim["proposal_id"] if claim is not None else None)
     if claim is not None:
         events += _canonical_events(claim, links)
@@ -157,10 +160,7 @@ def timeline_view(case_id: str, claim_id: str, claim: dict[str, Any] | None, lin
         shown = _staged_claim(stagings[-1])
     events.sort(key=lambda e: (e["revision"] if e["revision"] is not None else -1, e["at"] or "",
                                ORDER.get(e["event"], 2)))
-    return {"caseId": case_id, "claimId": claim_id, **shown, "events": events,
-            "omitted": {name: TIMELINE_CAP for name, listed in (("stagings", stagings), ("relations", links["relations"]),
-                                                                 ("groups", links["groups"]))
-                        if len(listed) >= TIMELINE_CAP}}
+    return {"caseId": case_id, "claimId": claim_id, **shown, "events": events, "omitted": omitted}
 
 
 def exported_json(rows: list[dict[str, Any]]) -> str:
