@@ -66,12 +66,15 @@ def _open_duplicate() -> Any:
     flag, named, item = possible_duplicates, item_decisions.alias("named"), item_decisions.alias("item")
     undecided = ~exists().where(item.c.proposal_id == flag.c.proposal_id, item.c.item_id == flag.c.item_id)
     named_undecided = ~exists().where(named.c.proposal_id == flag.c.of_proposal_id, named.c.item_id == flag.c.of_id)
+    # Nested two exists() deep, the record's check would not see the proposal and the flag without naming them: it
+    # would take a record of that id active in any case.
     canonical = or_(
         and_(flag.c.of_kind == "claim", exists().where(
-            claims.c.case_id == proposals.c.case_id, claims.c.claim_id == flag.c.of_id, claims.c.status == "active")),
+            claims.c.case_id == proposals.c.case_id, claims.c.claim_id == flag.c.of_id, claims.c.status == "active")
+            .correlate(proposals, flag)),
         and_(flag.c.of_kind == "source", exists().where(
             sources.c.case_id == proposals.c.case_id, sources.c.source_id == flag.c.of_id,
-            sources.c.status == "active")))
+            sources.c.status == "active").correlate(proposals, flag)))
     resembles = exists().where(flag.c.proposal_id == proposals.c.proposal_id, undecided,
                                or_(canonical, and_(flag.c.of_proposal_id.is_not(None), named_undecided)))
     restated = exists().where(flag.c.of_proposal_id == proposals.c.proposal_id, undecided, named_undecided)

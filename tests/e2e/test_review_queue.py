@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx2
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from services.projection.domain import MAX_CURSOR, PAGE_SIZE
-from shared.db.tables import decisions, item_decisions, possible_duplicates, proposal_items, proposals
+from shared.db.tables import claims, decisions, item_decisions, possible_duplicates, proposal_items, proposals
 from tests.e2e.test_review_cli import threadline
 from tests.events import wait_until_projected, wait_until_published
 from tests.factories import (
@@ -397,6 +397,25 @@ async def test_possible_duplicates_follow_the_decisions_made_since_staging_in_bo
         assert "possible duplicate" not in row
         row = re.search(rf'<tr data-proposal="{first["y"]["proposalId"]}">(.*?)</tr>', queue, re.S)[1]
         assert 'title="possible duplicate of y-second"' in row
+
+
+async def test_a_possible_duplicate_of_a_claim_retired_in_its_case_is_closed_whatever_other_cases_hold(stack):
+    """Two cases hold a claim of the same id; retired in the first, it is no open duplicate there, though active in
+    the second."""
+    shared_id = unique("shared")
+    async with agent_session(stack) as other:
+        source = (await seed(other, sources=1))["sources"][0]
+        await other.accepted("stage_claims", claims=[claim_item(shared_id, [source])])
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        await agent.accepted("stage_claims", claims=[claim_item(shared_id, [source])])
+        staged = await agent.stage("stage_claims", claims=[claim_item("again", [source], text="Said once more.")])
+        await _flag(stack, staged["proposalId"], "again", shared_id)
+        assert _ids(await _queue(stack, agent.case_id, duplicates="true")) == [staged["proposalId"]]
+        async with stack.db.engine.begin() as connection:  # retired as the ledger retires, without a retiring flow
+            await connection.execute(update(claims).where(claims.c.case_id == agent.case_id,
+                                                          claims.c.claim_id == shared_id).values(status="retired"))
+        assert _ids(await _queue(stack, agent.case_id, duplicates="true")) == []
 
 
 async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
