@@ -129,8 +129,7 @@ def list_(
 
 def _still_open(item: dict[str, Any]) -> bool:
     """A pending item with a possible duplicate still canonical or pending (one rejected or retired since is none)."""
-    return item["status"] == "pending" and any(
-        d["of"]["status"] in ("canonical", "pending") for d in item.get("possibleDuplicates", []))
+    return item["status"] == "pending" and any(d["open"] for d in item.get("possibleDuplicates", []))
 
 
 @app.command()
@@ -148,10 +147,12 @@ def show(proposal: ProposalId, url: Url = None, token: Token = None, data_dir: D
         console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
         for similar in item.get("possibleDuplicates", []):
             of = similar["of"]
-            said = (f"restated later by pending {of['kind']} {of['id']}" if similar.get("restatedLater") else
-                    f"possible duplicate of {of['status']} {of['kind']} {of['id']}"
-                    if of["status"] in ("canonical", "pending") else f"resembles {of['kind']} {of['id']}, since "
-                    f"{of['status']}")
+            if similar.get("restatedLater"):
+                said = f"restated later by pending {of['kind']} {of['id']}"
+            elif similar["open"]:
+                said = f"possible duplicate of {of['status']} {of['kind']} {of['id']}"
+            else:
+                said = f"resembles {of['kind']} {of['id']}, since {of['status']}"
             console.print(f"{said} (similarity {similar['similarity']:.2f})", style="yellow", markup=False)
         preview = item.get("wouldChange")
         if preview:

@@ -50,9 +50,10 @@ def _status(r: Any) -> str:
 
 
 async def possible_duplicates(connection: AsyncConnection, case_id: str, proposal_ids: Sequence[str]) -> Flags:
-    """(proposal id, item id) → [{itemId, of: {kind, id, status, proposalId?, text}, similarity, flaggedAs}],
-    the most similar first (flaggedAs: the record's status when the item was staged); then the later items still
-    pending that were flagged as restating it while it is itself pending (`restatedLater`: staged after it)."""
+    """(proposal id, item id) → [{itemId, of: {kind, id, status, proposalId?, text}, open, similarity, flaggedAs}],
+    the most similar first (flaggedAs: the record's status when the item was staged; open: that record is still
+    canonical or pending, so the item may be rejected as its duplicate); then the later items still pending that were
+    flagged as restating it while it is itself pending (`restatedLater`: staged after it)."""
     found: Flags = {}
     if not proposal_ids:
         return found
@@ -60,16 +61,10 @@ async def possible_duplicates(connection: AsyncConnection, case_id: str, proposa
     for r in rows:
         of = {"kind": r.of_kind, "id": r.of_id, "status": "pending" if r.later else _status(r),
               **({"proposalId": r.of_proposal_id} if r.of_proposal_id else {}), "text": r.said}
-        flag = {"itemId": r.item_id, "of": of, "similarity": round(r.similarity, 3),
+        flag = {"itemId": r.item_id, "of": of, "open": of["status"] in STILL_OPEN, "similarity": round(r.similarity, 3),
                 **({"restatedLater": True} if r.later else {"flaggedAs": r.of_status})}
         found.setdefault((r.proposal_id, r.item_id), []).append(flag)
     return found
-
-
-def still_open(flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Of an item's flags, those naming a record still canonical or pending: what it may be rejected as a duplicate
-    of."""
-    return [f for f in flags if f["of"]["status"] in STILL_OPEN]
 
 
 def with_possible_duplicates(view: dict[str, Any], flags: Flags) -> dict[str, Any]:

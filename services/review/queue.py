@@ -11,7 +11,7 @@ from typing import Any
 from services.review import views
 from services.review.checks_view import with_staged_checks
 from services.review.domain import StoredProposal
-from services.review.duplicate_views import with_possible_duplicates
+from services.review.duplicate_views import STILL_OPEN, with_possible_duplicates
 from services.review.ports import ReviewUnitOfWork
 from services.review.queue_repository import QueueQuery
 from shared import cursors
@@ -128,7 +128,7 @@ async def resolve_duplicates(cmd: Decide, proposal: StoredProposal, uow: ReviewU
     parts, problems = [], []
     for i, entry in enumerate(cmd.duplicates):
         status = named.get(entry.of)
-        if status not in ("canonical", "pending"):
+        if status not in STILL_OPEN:
             problem = f"is {status}" if status else "is neither canonical nor pending"
             problems.append(Problem(f"duplicates[{i}].of", f"the {record} {entry.of!r} {problem} in case "
                                     f"{proposal.case_id}", f"name a canonical or pending {record} of the case "

@@ -90,11 +90,11 @@ async def test_the_queue_filters_by_kind_agent_words_and_possible_duplicates(sta
         flagged = await _queue(stack, case, duplicates="true")
         assert _ids(flagged) == [heat["proposalId"], wind["proposalId"]]  # heat is restated by wind, both pending
         assert flagged["proposals"][0]["items"][0]["possibleDuplicates"] == [{
-            "itemId": "heat", "similarity": 0.91, "restatedLater": True, "of": {
+            "itemId": "heat", "similarity": 0.91, "restatedLater": True, "open": True, "of": {
                 "kind": "claim", "id": "wind", "status": "pending", "proposalId": wind["proposalId"],
                 "text": "Wind output rose 40%."}}]
         assert flagged["proposals"][1]["items"][0]["possibleDuplicates"][0] == {
-            "itemId": "wind", "similarity": 0.91, "flaggedAs": "pending", "of": {
+            "itemId": "wind", "similarity": 0.91, "flaggedAs": "pending", "open": True, "of": {
                 "kind": "claim", "id": "heat", "status": "pending", "proposalId": heat["proposalId"],
                 "text": "Heat pumps cut emissions."}}
         async with stack.api("reviewer") as api:
@@ -371,11 +371,11 @@ async def test_possible_duplicates_follow_the_decisions_made_since_staging_in_bo
         async with stack.api("reviewer") as api:
             shown = {(k, n): (await api.get(f"/api/v1/proposals/{staged[k]['proposalId']}")).json()["items"][0]
                      for n, staged in (("first", first), ("second", second)) for k in said}
-        assert [(f["of"]["id"], f["of"]["status"]) for f in shown["x", "second"]["possibleDuplicates"]] == [
-            ("x-first", "rejected")]
-        assert [(f["of"]["id"], f["of"]["status"], f["of"]["proposalId"], f.get("restatedLater"))
+        assert [(f["of"]["id"], f["of"]["status"], f["open"]) for f in shown["x", "second"]["possibleDuplicates"]] == [
+            ("x-first", "rejected", False)]
+        assert [(f["of"]["id"], f["of"]["status"], f["of"]["proposalId"], f.get("restatedLater"), f["open"])
                 for f in shown["y", "first"]["possibleDuplicates"]] == [
-            ("y-second", "pending", second["y"]["proposalId"], True)]
+            ("y-second", "pending", second["y"]["proposalId"], True, True)]
         assert shown["y", "first"]["possibleDuplicates"][0]["of"]["text"] == said["y"]
         assert shown["x", "first"]["possibleDuplicates"] == []  # rejected: x-second restates nothing pending
         flagged = _ids(await _queue(stack, agent.case_id, duplicates="true"))
@@ -401,7 +401,7 @@ async def test_possible_duplicates_follow_the_decisions_made_since_staging_in_bo
 
 async def test_a_possible_duplicate_of_a_claim_retired_in_its_case_is_closed_whatever_other_cases_hold(stack):
     """Two cases hold a claim of the same id; retired in the first, it is no open duplicate there, though active in
-    the second."""
+    the second: the queue leaves the proposal out, and its item's match says it is not open, as the CLI shows."""
     shared_id = unique("shared")
     async with agent_session(stack) as other:
         source = (await seed(other, sources=1))["sources"][0]
@@ -416,6 +416,11 @@ async def test_a_possible_duplicate_of_a_claim_retired_in_its_case_is_closed_wha
             await connection.execute(update(claims).where(claims.c.case_id == agent.case_id,
                                                           claims.c.claim_id == shared_id).values(status="retired"))
         assert _ids(await _queue(stack, agent.case_id, duplicates="true")) == []
+        (item,) = (await _queue(stack, agent.case_id))["proposals"][0]["items"]
+        assert [(f["of"]["id"], f["of"]["status"], f["open"]) for f in item["possibleDuplicates"]] == [
+            (shared_id, "retired", False)]
+        shown = await asyncio.to_thread(threadline, "show", staged["proposalId"], stack=stack)
+        assert f"resembles claim {shared_id}, since retired" in shown.stdout, shown.stdout + shown.stderr
 
 
 async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
@@ -439,6 +444,7 @@ async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
         flagged = json.loads((await asyncio.to_thread(cli, "list", "--case", agent.case_id, "--duplicates",
                                                       "--json")).stdout)
         assert _ids(flagged) == [staged[1]["proposalId"]]
+        assert [f["open"] for f in flagged["proposals"][0]["items"][0]["possibleDuplicates"]] == [True]
         shown = await asyncio.to_thread(cli, "show", staged[1]["proposalId"])
         assert f"possible duplicate of canonical claim {canonical}" in shown.stdout
         refused = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", "nothing")
