@@ -1,15 +1,28 @@
-"""Service processes a test runs itself (`threadline serve …`), started, SIGKILLed and stopped like the
-pods of a crashing deployment; each writes its own log."""
+"""The `threadline` command as tests run it: one command to its end (`threadline(…)`), or service processes
+(`threadline serve …`) started, SIGKILLed and stopped like the pods of a crashing deployment, each with its own log."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 THREADLINE = Path(sys.executable).parent / "threadline"
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without the THREADLINE_* settings of whoever runs the tests, plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}, **extra}
+
+
+def threadline(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60,
+               input: str | None = None) -> subprocess.CompletedProcess:
+    """Run `threadline ARGS` to its end, its output captured as text; `env` defaults to clean_environment()."""
+    return subprocess.run([str(THREADLINE), *args], env=clean_environment() if env is None else env, cwd=cwd,
+                          input=input, capture_output=True, text=True, timeout=timeout)
 
 
 class ServiceProcesses:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
-import os
 import shlex
 import subprocess
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,22 +20,14 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import typer
 
-from services.cli.running import run, settings_for
-from shared.settings import ConfigurationError, Settings
+from services.cli.running import Refused, refusing, run, settings_for, written_whole
+from shared.settings import Settings
 
 DUMP_MAGIC = b"PGDMP"  # how every custom-format archive begins
 DATABASE = "threadline"  # the database `up` keeps in its embedded PostgreSQL
 RESTORING = "threadline_restoring"
 UP_LOCK = "up.lock"  # held by a running `threadline up` (services/cli/up.py)
 TIMEOUT = 3600
-
-
-class Refused(Exception):
-    """What stops a backup or a restore, and what to do about it."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message, self.hint = message, hint
 
 
 def tools() -> Path:
@@ -66,32 +56,18 @@ def backup(settings: Settings, target: Path) -> dict[str, Any]:
     bin_dir = tools()
     url = _libpq(settings.resolved_database_url())  # a running `up`'s, or THREADLINE_DATABASE_URL
     target = target.resolve()
-    if target.is_dir():
-        raise Refused(f"{target} is a directory", "name the file the backup is written to")
-    partial = target.with_name(f".{target.name}.partial")  # a failed dump never leaves a file that looks whole
-    try:
-        _private_file(partial)
-    except OSError as error:
-        raise Refused(f"cannot write the backup to {target}: {error.strerror}",
-                      "name a file in a directory that exists and that you can write to") from None
-    try:
-        subprocess.run([str(bin_dir / "pg_dump"), "--format=custom", "--no-owner", f"--file={partial}",
-                        f"--dbname={url}"], check=True, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.CalledProcessError as error:
-        partial.unlink(missing_ok=True)
-        raise _failed("pg_dump", error) from None
-    os.replace(partial, target)
+    # Readable by its owner only, and pg_dump keeps the mode of the file it writes into: a backup holds webhook
+    # secrets and token digests, and pg_dump's own file would be as readable as the umask allows.
+    with written_whole(target, "the backup", mode=BACKUP_MODE) as partial:
+        try:
+            subprocess.run([str(bin_dir / "pg_dump"), "--format=custom", "--no-owner", f"--file={partial}",
+                            f"--dbname={url}"], check=True, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.CalledProcessError as error:
+            raise _failed("pg_dump", error) from None
     return {"file": str(target), "bytes": target.stat().st_size}
 
 
 BACKUP_MODE = 0o600
-
-
-def _private_file(path: Path) -> None:
-    """Create `path` empty, readable by its owner only, for pg_dump to write into (it keeps the mode): a backup
-    holds webhook secrets and token digests, and pg_dump's own file would be as readable as the umask allows."""
-    path.unlink(missing_ok=True)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, BACKUP_MODE))
 
 
 @contextmanager
@@ -166,30 +142,21 @@ async def restore(settings: Settings, source: Path) -> dict[str, Any]:
     return {"restored": str(source), "dataDir": str(data_dir)}
 
 
-def _refusing(work: Callable[[], Any]) -> Any:
-    try:
-        return work()
-    except (Refused, ConfigurationError) as refused:
-        message, hint = (refused.message, refused.hint) if isinstance(refused, Refused) else (str(refused), None)
-        typer.secho(f"error: {message}", fg="red", err=True)
-        if hint:
-            typer.echo(f"hint: {hint}", err=True)
-        raise typer.Exit(1) from None
-
-
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
 File = Annotated[Path, typer.Argument(help="The dump file.")]
 
 
 def backup_command(file: File, data_dir: DataDir = None) -> None:
     """Write a consistent dump of the database a running `threadline up` uses (while it runs)."""
-    done = _refusing(lambda: backup(settings_for(data_dir), file))
+    with refusing():
+        done = backup(settings_for(data_dir), file)
     typer.echo(f"backed up to {done['file']} ({done['bytes']} bytes)")
 
 
 def restore_command(file: File, data_dir: DataDir = None) -> None:
     """Restore a dump into a stopped data dir: its database is replaced once the whole dump is in."""
-    done = _refusing(lambda: run(restore(settings_for(data_dir), file)))
+    with refusing():
+        done = run(restore(settings_for(data_dir), file))
     # Plain `threadline up` starts the data dir the environment names (.threadline here), maybe not this one.
     start = "threadline up" if Path(done["dataDir"]) == settings_for().data_dir.resolve() else \
         f"threadline up --data-dir {shlex.quote(done['dataDir'])}"

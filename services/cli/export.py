@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import Annotated, BinaryIO, Literal
 
 import httpx2
 import typer
 
-from services.cli.review import Api, DataDir, Token, Url, console
+from services.cli.review import Api, DataDir, Token, Url
+from services.cli.running import refusing, written_whole
 
 Format = Literal["prov-jsonld", "prov-turtle", "nanopub-trig", "aif-json"]
 
@@ -23,34 +24,28 @@ def export(
 ) -> None:
     """Export a case's ledger (every record canonical by the revision, with its status then): W3C PROV-O as
     JSON-LD or Turtle, nanopublications as TriG, or AIF JSON."""
-    if output is not None and output.is_dir():
-        _cannot_write(output, "it is a directory")
     api = Api(url, token, data_dir)
     params = {"format": format, **({"asOf": as_of} if as_of is not None else {})}
-    try:
-        target = output.open("wb") if output is not None else sys.stdout.buffer
-    except OSError as error:
-        _cannot_write(output, error.strerror)
+    if output is None:
+        return _stream(api, case_id, params, sys.stdout.buffer)
+    # The export goes beside the file and replaces it once whole: a failed one leaves the file as it was.
+    with refusing(), written_whole(output, "the export", "-o") as partial, open(partial, "wb") as target:
+        _stream(api, case_id, params, target)
+
+
+def _stream(api: Api, case_id: str, params: dict, target: BinaryIO) -> None:
+    """Write what the API serves to `target`; an error goes to standard error, never among the export."""
     try:
         with api.client.stream("GET", f"/api/v1/cases/{case_id}/export", params=params, timeout=None) as response:
             if response.status_code >= 400:
                 response.read()
                 error = response.json().get("error", {})
-                console.print(f"error ({error.get('code')}): {error.get('message')}", style="red")
+                typer.secho(f"error ({error.get('code')}): {error.get('message')}", fg="red", err=True)
                 if error.get("hint"):
-                    console.print(f"hint: {error['hint']}")
+                    typer.echo(f"hint: {error['hint']}", err=True)
                 raise typer.Exit(1)
             for data in response.iter_bytes():
                 target.write(data)
     except httpx2.HTTPError as error:
-        console.print(f"cannot export from {api.url}: {error}", style="red")
+        typer.secho(f"cannot export from {api.url}: {error}", fg="red", err=True)
         raise typer.Exit(2) from None
-    finally:
-        if output is not None:
-            target.close()
-
-
-def _cannot_write(output: Path, why: str) -> NoReturn:
-    typer.secho(f"error: cannot write the export to {output}: {why}", fg="red", err=True)
-    typer.echo("hint: name a file (-o) in a directory that exists and that you can write to", err=True)
-    raise typer.Exit(2)

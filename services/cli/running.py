@@ -1,16 +1,69 @@
-"""What every operator command shares: the settings for a data dir, and running a coroutine with its
-errors printed as a person reads them (code, message, hint) instead of a traceback."""
+"""What every operator command shares: the settings for a data dir, running a coroutine with its errors printed
+as a person reads them (code, message, hint) instead of a traceback, refusals, and writing a file whole."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import os
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pydantic
 import typer
 
-from shared.settings import Settings, get_settings
+from shared.settings import ConfigurationError, Settings, get_settings
+
+BAD_ARGUMENT = 2  # what a bad option or argument exits with, as typer's own refusals do
+
+
+class Refused(Exception):
+    """What stops a command, and what to do about it; `code` is the exit code."""
+
+    def __init__(self, message: str, hint: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.hint, self.code = message, hint, code
+
+
+@contextmanager
+def refusing() -> Iterator[None]:
+    """Print a refusal (or a configuration error) on standard error and exit with its code."""
+    try:
+        yield
+    except (Refused, ConfigurationError) as refused:
+        message, hint, code = (refused.message, refused.hint, refused.code) if isinstance(refused, Refused) \
+            else (str(refused), None, 1)
+        typer.secho(f"error: {message}", fg="red", err=True)
+        if hint:
+            typer.echo(f"hint: {hint}", err=True)
+        raise typer.Exit(code) from None
+
+
+def cannot_write(what: str, target: Path, why: str, option: str = "") -> Refused:
+    named = f" ({option})" if option else ""
+    return Refused(f"cannot write {what} to {target}: {why}",
+                   f"name a file{named} in a directory that exists and that you can write to", BAD_ARGUMENT)
+
+
+@contextmanager
+def written_whole(target: Path, what: str, option: str = "", mode: int = 0o666) -> Iterator[Path]:
+    """An empty file beside `target` (`.NAME.partial`, made with `mode`) to write `what` into, put in `target`'s
+    place only once the block ends without an error: a failed write neither leaves a file that looks whole nor
+    truncates the one that was there."""
+    if target.is_dir():
+        raise cannot_write(what, target, "it is a directory", option)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        partial.unlink(missing_ok=True)
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    except OSError as error:
+        raise cannot_write(what, target, error.strerror or str(error), option) from None
+    try:
+        yield partial
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, target)
 
 
 def settings_for(data_dir: Path | None = None) -> Settings:
@@ -42,4 +95,4 @@ def refuse_options(error: pydantic.ValidationError, options: dict[str, str]) -> 
         typer.secho(f"error (invalid_argument): {options.get(problem.field, problem.field)}: {problem.message}",
                     fg="red", err=True)
         typer.echo(f"hint: {problem.hint}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(BAD_ARGUMENT)

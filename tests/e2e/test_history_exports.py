@@ -367,7 +367,13 @@ async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_
         str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "aif-json",
         "--as-of", "999", "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 1 and "asOf" in refused.stdout
+    assert refused.returncode == 1 and "asOf" in refused.stderr and refused.stdout == "", refused.stdout
+    before = written.read_bytes()
+    refused = await asyncio.to_thread(subprocess.run, [
+        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "aif-json",
+        "--as-of", "999", "-o", str(written), "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and written.read_bytes() == before  # the refused export replaced nothing
 
 
 @pytest.mark.parametrize("fmt", ["prov-turtle", "prov-jsonld", "nanopub-trig", "aif-json"])

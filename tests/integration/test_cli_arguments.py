@@ -1,22 +1,18 @@
 """An option the command cannot use is refused in a line or two naming the option and its rule, exit 2, before any
-server is reached: never a traceback from the message, the broker or the file system underneath."""
+server is reached: never a traceback from the message, the broker or the file system underneath.
+
+Run as a person runs them, through the installed `threadline` script in a process of its own: what is checked is
+the exit code and the two streams the shell sees, which the entry point (not the command's function) decides."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-THREADLINE = Path(sys.executable).parent / "threadline"
+from tests.processes import clean_environment, threadline
 
-
-def threadline(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    return subprocess.run([str(THREADLINE), *args], cwd=cwd, env=environment, capture_output=True, text=True,
-                          timeout=60)
+UNREACHED = "http://127.0.0.1:1"
 
 
 @pytest.mark.parametrize(("options", "said", "hint"), [
@@ -51,11 +47,10 @@ def test_events_tail_refuses_a_sequence_or_case_the_stream_cannot_take_before_su
 @pytest.mark.parametrize("where", ["missing/dir/x.dump", "/proc/x.dump"])
 def test_backup_to_a_place_no_file_can_be_made_names_it_and_why(where, tmp_path):
     target = tmp_path / where if not where.startswith("/") else Path(where)
-    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
-                   "THREADLINE_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/unreached"}  # refused before any dump
-    done = subprocess.run([str(THREADLINE), "backup", "--data-dir", str(tmp_path / "data"), str(target)], cwd=tmp_path,
-                          env=environment, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1, done.stderr
+    environment = clean_environment(THREADLINE_DATABASE_URL="postgresql://postgres@127.0.0.1:1/unreached")
+    done = threadline("backup", "--data-dir", str(tmp_path / "data"), str(target), cwd=tmp_path,
+                      env=environment)  # refused before any dump
+    assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: cannot write the backup to {target}: No such file or directory",
         "hint: name a file in a directory that exists and that you can write to"], done.stderr
@@ -64,9 +59,27 @@ def test_backup_to_a_place_no_file_can_be_made_names_it_and_why(where, tmp_path)
 @pytest.mark.parametrize(("where", "why"), [("missing/x.json", "No such file or directory"), (".", "it is a directory")])
 def test_export_to_a_place_no_file_can_be_made_names_it_and_why(where, why, tmp_path):
     target = tmp_path / where
-    done = threadline("export", "some-case", "--format", "aif-json", "-o", str(target), "--url", "http://127.0.0.1:1",
+    done = threadline("export", "some-case", "--format", "aif-json", "-o", str(target), "--url", UNREACHED,
                       "--token", "unused", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: cannot write the export to {target}: {why}",
         "hint: name a file (-o) in a directory that exists and that you can write to"], done.stderr
+
+
+def test_a_failed_export_leaves_the_file_it_would_have_replaced_as_it_was(tmp_path):
+    kept = tmp_path / "x.json"
+    kept.write_text('{"an": "earlier export"}')
+    done = threadline("export", "nope", "--format", "aif-json", "-o", str(kept), "--url", UNREACHED, "--token", "t",
+                      cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert kept.read_text() == '{"an": "earlier export"}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]  # no partial file left beside it
+
+
+def test_an_export_to_standard_output_says_why_it_failed_on_standard_error_only(tmp_path):
+    """`threadline export … > out.ttl` must not leave the error in out.ttl, looking like an export."""
+    done = threadline("export", "nope", "--format", "prov-turtle", "--url", UNREACHED, "--token", "t", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"cannot export from {UNREACHED}: "), done.stderr
