@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.review import when
-from services.cli.running import run, settings_for
+from services.cli.running import refuse_options, run, settings_for
 from shared import webhook_contracts as wc
 from shared.subjects import Command
 
@@ -31,12 +31,15 @@ def _call(data_dir: Path | None, command: Command, message: Any) -> Any:
     return run(send(settings_for(data_dir), command, message))
 
 
+# The contracts' fields as the commands name them.
+OPTIONS = {"webhook_id": "WEBHOOK_ID", "event_id": "EVENT_ID", "status": "--status", "limit": "--limit"}
+
+
 def _message(model: type[pydantic.BaseModel], **fields: Any) -> Any:
     try:
         return model(**fields)
     except pydantic.ValidationError as error:
-        first = error.errors(include_url=False, include_input=False)[0]
-        raise typer.BadParameter(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        refuse_options(error, OPTIONS)
 
 
 def _scope(webhook: dict[str, Any]) -> str:

@@ -83,3 +83,17 @@ def test_an_export_to_standard_output_says_why_it_failed_on_standard_error_only(
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr.startswith(f"cannot export from {UNREACHED}: "), done.stderr
+
+
+@pytest.mark.parametrize(("args", "said", "hint"), [
+    (["deliveries", "abcd1234", "--limit", "0"], "--limit: Input should be greater than or equal to 1",
+     "send a number of at least 1"),
+    (["deliveries", "abcd1234", "--status", "lost"], "--status: Input should be 'pending', 'delivered', 'failed' or "
+                                                     "'all'", "use one of:"),
+    (["redeliver", "abcd1234", ""], "EVENT_ID: String should have at least 1 character", "send a text"),
+])
+def test_webhooks_names_the_option_or_argument_whose_value_breaks_the_rule(args, said, hint, tmp_path):
+    done = threadline("webhooks", *args, "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    refusal, fix = done.stderr.splitlines()
+    assert refusal == f"error (invalid_argument): {said}" and fix.startswith(f"hint: {hint}"), done.stderr
