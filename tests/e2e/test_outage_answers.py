@@ -10,11 +10,15 @@ import signal
 import time
 
 import httpx2
+import nats
 import psutil
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from shared.nats_auth import OPERATOR, nats_options
+from shared.settings import Settings
+from shared.subjects import Service, Subjects
 from tests.e2e.system import RunningSystem, start_system
 from tests.factories import source_item
 
@@ -74,6 +78,34 @@ def serving(system: RunningSystem, victim: str) -> bool:
         return False
 
 
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # dead, its sockets closed, not yet reaped
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def until_unanswered(system: RunningSystem, victim: Service, pid: int, timeout: float = 30) -> None:
+    """Wait until the killed `pid` is gone and NATS has dropped its subscriptions: a request to the service finds
+    no responders, as the gateway's next call will. (A fixed pause was sometimes too short on busy cores.)"""
+    settings = Settings(data_dir=system.data_dir, nats_url=system.runtime["natsUrl"])
+    connection = await nats.connect(**nats_options(settings, OPERATOR, name="test-outage").client())
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"NATS still had a {victim} subscriber {timeout}s after the kill"
+            if _gone(pid):
+                try:
+                    await connection.request(Subjects(settings.nats_prefix).health(victim), b"", timeout=5)
+                except nats.errors.NoRespondersError:
+                    return
+                except nats.errors.TimeoutError:
+                    pass
+            await asyncio.sleep(0.05)
+    finally:
+        await connection.close()
+
+
 async def until_back(system: RunningSystem, victim: str, old: int) -> None:
     deadline = time.monotonic() + RECOVERY_SECONDS
     while True:
@@ -123,7 +155,7 @@ async def test_a_call_while_up_restarts_a_killed_service_is_told_it_is_restartin
         assert not (await stage(mcp, "before-the-kill")).is_error
         staging = system.pid_of("staging")
         os.kill(staging, signal.SIGKILL)
-        await asyncio.sleep(0.2)  # its connection to NATS ends with it
+        await until_unanswered(system, Service.STAGING, staging)
         answer = await stage(mcp, "while-restarting")
         assert answer.is_error, "up cannot have restarted it yet"
         text = answer.content[0].text
@@ -144,7 +176,7 @@ async def test_a_gateway_just_restarted_tells_a_call_to_a_killed_service_it_has_
     async with http, mcp:  # the new gateway has heard from no staging replica: nothing was staged through it
         staging = system.pid_of("staging")
         os.kill(staging, signal.SIGKILL)
-        await asyncio.sleep(0.2)
+        await until_unanswered(system, Service.STAGING, staging)
         answer = await stage(mcp, "first-call-after-the-gateway-restart")
         text = answer.content[0].text
         assert answer.is_error and answer.structured_content["error"]["code"] == "unavailable", text
