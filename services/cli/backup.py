@@ -157,10 +157,14 @@ def restore_command(file: File, data_dir: DataDir = None) -> None:
     """Restore a dump into a stopped data dir: its database is replaced once the whole dump is in."""
     with refusing():
         done = run(restore(settings_for(data_dir), file))
-    # Plain `threadline up` starts the data dir the environment names (.threadline here), maybe not this one.
-    start = "threadline up" if Path(done["dataDir"]) == settings_for().data_dir.resolve() else \
-        f"threadline up --data-dir {shlex.quote(done['dataDir'])}"
-    typer.echo(f"restored {done['restored']} into {done['dataDir']}; start it with {start}")
+    typer.echo(f"restored {done['restored']} into {done['dataDir']}; "
+               f"start it with {start_command(Path(done['dataDir']), settings_for().data_dir.resolve())}")
+
+
+def start_command(restored: Path, default: Path) -> str:
+    """What starts the data dir a restore filled: plain `threadline up` starts the one the environment names
+    (`default`, .threadline unless set), maybe not this one."""
+    return "threadline up" if restored == default else f"threadline up --data-dir {shlex.quote(str(restored))}"
 
 
 def register(app: typer.Typer) -> None:

@@ -147,26 +147,18 @@ def test_backup_and_restore_refuse_clearly_without_a_system_a_dump_or_the_tools(
 
 
 async def test_a_restore_says_how_to_start_the_data_dir_it_filled(servers, tmp_path):
-    """Plain `threadline up` starts .threadline: a restore into another data dir names it in the command to run."""
+    """Plain `threadline up` starts .threadline: a restore into another data dir names it in the command to run
+    (which command when is unit-tested: tests/unit/test_restore_start_command.py)."""
     import asyncio
 
-    import asyncpg
-
-    name = f"restore_words_{os.getpid()}_{tmp_path.name[-12:]}".replace("-", "_").lower()
-    admin = await asyncpg.connect(servers.admin_database_url)
-    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = await servers.create_database()
     try:
-        url = servers.admin_database_url.rsplit("/", 1)[0] + f"/{name}"
         dumped = await asyncio.to_thread(subprocess.run, [str(THREADLINE), "backup", "x.dump"], cwd=tmp_path,
                                          env={**environment(), "THREADLINE_DATABASE_URL": url}, capture_output=True,
                                          text=True, timeout=300)
         assert dumped.returncode == 0, dumped.stderr
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        await admin.close()
-    default = await asyncio.to_thread(threadline, tmp_path, "restore", "x.dump")
-    assert default.returncode == 0, default.stderr
-    assert default.stdout.strip().endswith(f"into {tmp_path / '.threadline'}; start it with threadline up")
+        await servers.drop_database(url)
     elsewhere = await asyncio.to_thread(threadline, tmp_path, "restore", "x.dump", "--data-dir", "restored")
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert elsewhere.stdout.strip().endswith(
