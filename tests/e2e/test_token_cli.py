@@ -5,17 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 from tests.factories import unique
-
-THREADLINE = Path(sys.executable).parent / "threadline"
+from tests.processes import threadline
 
 
 def token(stack, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(THREADLINE), "token", *args], env=stack.environment(), capture_output=True, text=True,
-                          timeout=60)
+    return threadline("token", *args, env=stack.environment())
 
 
 async def test_token_revoke_takes_a_unique_start_of_the_id_and_refuses_an_empty_one(stack):

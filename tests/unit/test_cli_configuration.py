@@ -3,14 +3,12 @@ command it is (`backup` answers 1, as for its other refusals): never a traceback
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-THREADLINE = Path(sys.executable).parent / "threadline"
+from tests.processes import clean_environment, threadline
 
 
 @pytest.mark.parametrize(("command", "said"), [
@@ -20,9 +18,7 @@ THREADLINE = Path(sys.executable).parent / "threadline"
     (["events", "tail", "--idle-exit", "1"], "no NATS server: set THREADLINE_NATS_URL"),
 ])
 def test_a_command_with_no_server_configured_says_what_to_set(command, said, tmp_path):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    done = subprocess.run([str(THREADLINE), *command, "--data-dir", str(tmp_path / "data")], cwd=tmp_path,
-                          env=environment, capture_output=True, text=True, timeout=60)
+    done = threadline(*command, "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
@@ -37,10 +33,8 @@ def test_a_command_with_no_server_configured_says_what_to_set(command, said, tmp
 ])
 def test_an_invalid_variable_is_named_with_what_it_must_be_before_any_command_starts(command, variable, value, said,
                                                                                      tmp_path):
-    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}, variable: value}
     data = tmp_path / "data"
-    done = subprocess.run([str(THREADLINE), *command, "--data-dir", str(data)], cwd=tmp_path, env=environment,
-                          capture_output=True, text=True, timeout=60)
+    done = threadline(*command, "--data-dir", str(data), cwd=tmp_path, env=clean_environment(**{variable: value}))
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"error: {said}") and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
@@ -49,8 +43,7 @@ def test_an_invalid_variable_is_named_with_what_it_must_be_before_any_command_st
 
 def test_what_a_service_process_runs_refuses_an_invalid_variable_alike(tmp_path):
     """`up` and a container start a service as `python -m services.cli.main serve …`, not through the script."""
-    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
-                   "THREADLINE_HTTP_PORT": "abc"}
+    environment = clean_environment(THREADLINE_HTTP_PORT="abc")
     done = subprocess.run([sys.executable, "-m", "services.cli.main", "serve", "gateway"], cwd=tmp_path,
                           env=environment, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
