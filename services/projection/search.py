@@ -4,12 +4,11 @@ Finds the hits in the projection's search index (shared/db/search_tables.py) and
 view, never by scanning the ledger; then reads, by key and for the page's hits only, the case's revision and the
 grounding of its claims from the ledger's `cases`, `claim_sources` and `sources` (shared/grounding.py) and the
 sources a pending claim cites from staging's `proposals` and `proposal_items`. The query `*` lists every record the
-filters keep, by id. Full text is
-PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`, `or`, stray `'&|!:*()`) without a
-parser error. Records are indexed and queries searched without accents, so that a word typed either way finds
-it written either way ("Zurich" finds Zürich, "héat" heat) while snippets keep the record's own text; similar
-spellings replace each word of the query by the case's indexed stems that resemble it (pg_trgm), and a record
-matches when it holds one of them for every word. Ranked, ten hits a page.
+filters keep, by id. Full text is matched by PostgreSQL's `websearch_to_tsquery`, which takes any text (quotes, `-`,
+`or`, stray `'&|!:*()`) without a parser error. Records are indexed and queries searched without accents, so that a
+word typed either way finds it written either way ("Zurich" finds Zürich, "héat" heat) while snippets keep the
+record's own text; similar spellings replace each word of the query by the case's indexed stems that resemble it
+(pg_trgm), and a record matches when it holds one of them for every word. Ranked, ten hits a page.
 """
 
 from __future__ import annotations

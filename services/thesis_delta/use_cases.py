@@ -39,17 +39,14 @@ def _uuid(value: str, field: str, what: str) -> str:
 COMPANY_HINT = "use the companyId of a saved company (get_company_context by ticker finds it)"
 
 
-def _company_not_found(company_id: str) -> NotFound:
-    return NotFound(f"there is no saved company {company_id}", field="companyId", hint=COMPANY_HINT)
-
-
 async def _company(uow: ThesisUnitOfWork, company_id: str, *, lock: bool = False) -> Company:
     """The company `company_id` names: whole, or by a unique prefix of its id (the webhook pages show 8)."""
+    missing = NotFound(f"there is no saved company {company_id}", field="companyId", hint=COMPANY_HINT)
     whole = await id_prefix.resolve(company_id, uow.companies.ids_between, what="company", field="companyId",
-                                    hint=COMPANY_HINT, missing=f"there is no saved company {company_id}")
+                                    hint=COMPANY_HINT, missing=missing.message)
     company = await uow.companies.get(whole, lock=lock)
     if company is None:
-        raise _company_not_found(company_id)
+        raise missing
     return company
 
 
@@ -58,11 +55,12 @@ DELTAS_HINT = "list a company's deltas with GET /api/v1/companies/{companyId}/de
 
 async def _delta(uow: ThesisUnitOfWork, operation_id: str, *, lock: bool = False) -> Operation:
     """The delta `operation_id` names: whole, or by a unique prefix of its id (the review page shows 8)."""
+    missing = NotFound(f"there is no delta {operation_id}", field="operationId", hint=DELTAS_HINT)
     whole = await id_prefix.resolve(operation_id, uow.operations.ids_between, what="delta", field="operationId",
-                                    hint=DELTAS_HINT, missing=f"there is no delta {operation_id}")
+                                    hint=DELTAS_HINT, missing=missing.message)
     operation = await uow.operations.get(whole, lock=lock)
     if operation is None:
-        raise NotFound(f"there is no delta {operation_id}", field="operationId", hint=DELTAS_HINT)
+        raise missing
     return operation
 
 
