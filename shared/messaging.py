@@ -281,7 +281,8 @@ class ServiceClient:
     def _no_responders(self, service: Service) -> Unavailable:
         """No replica of `service` is subscribed: restarting, or not running — told apart by how long it
         has been silent."""
-        name, answered = service.value, self._answered.get(service, self._started)
+        name, heard = service.value, self._answered.get(service)
+        answered = heard if heard is not None else self._started
         details = {"dependency": "service", "service": name, "mayHaveBeenApplied": False}
         if answered is None:
             return Unavailable(f"no {name} service answers: the call was not delivered", details=details,
@@ -292,8 +293,9 @@ class ServiceClient:
             return Unavailable(f"the {name} service is restarting: no replica answers right now, and the call was "
                                "not delivered", hint="retry in a few seconds: a stopped service is restarted on its own",
                                details=details)
-        return Unavailable(f"no {name} service is running: none has answered for {silent:.0f} s, and the call was not "
-                           "delivered", details=details,
+        since = (f"one last answered {silent:.0f} s ago" if heard is not None
+                 else f"none has answered since this gateway started {silent:.0f} s ago")
+        return Unavailable(f"no {name} service is running: {since}, and the call was not delivered", details=details,
                            hint=f"an operator must start it (`threadline serve {name}` or `threadline up`); if it keeps "
                                 "failing to start, its log says why")
 

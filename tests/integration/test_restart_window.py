@@ -54,7 +54,8 @@ async def test_no_responders_reads_restarting_within_the_window_and_not_running_
 
         await asyncio.sleep(WINDOW_SECONDS + 0.2)
         gone = await refusal(client)
-        assert "no staging service is running" in gone.message, gone.message
+        assert "no staging service is running: one last answered" in gone.message, gone.message
+        assert "since this gateway started" not in gone.message
         assert "an operator must start it" in gone.hint and "`threadline serve staging`" in gone.hint
     finally:
         await service.close()
@@ -80,6 +81,7 @@ async def test_a_client_that_presumes_the_services_running_reads_a_never_heard_s
         await asyncio.sleep(WINDOW_SECONDS + 0.2)
         gone = await refusal(gateway)
         assert "no staging service is running" in gone.message and "an operator must start it" in gone.hint
+        assert "none has answered since this gateway started" in gone.message, gone.message
 
         cli = ServiceClient(broker, Subjects(deployment.nats_prefix), timeout=5.0)
         never = await refusal(cli)
