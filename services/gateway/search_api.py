@@ -23,11 +23,15 @@ from shared.subjects import Command
 
 router = APIRouter(prefix="/api/v1", responses=m.ERROR_RESPONSES)
 KINDS = get_args(SearchKind)
+KINDS_CHARS = 80  # one value of `kinds`; Query(max_length=) on a list bounds how many values, not each one's length
 
 
 def search_kinds(kinds: list[str] | None) -> list[str] | None:
     """`kinds=claim,source` (or the parameter repeated, each value comma-separated too): each a kind of record, else
     a refusal naming it."""
+    if long := next((value for value in kinds or () if len(value) > KINDS_CHARS), None):
+        raise InvalidArgument(f"kinds: a value of {len(long)} characters is too long (at most {KINDS_CHARS})",
+                              field="kinds", hint=f"give kinds as a comma-separated list of {', '.join(KINDS)}")
     named = list(dict.fromkeys(k.strip() for value in kinds or () for k in value.split(",") if k.strip()))
     if not named:
         return None
