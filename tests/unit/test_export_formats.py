@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.gateway.exports import FORMATS, chunks, rdf
-from services.gateway.exports.records import Iris, LedgerPages
+from services.gateway.exports.records import ByClaim, Iris, LedgerPages
 from shared.contracts import Actor
 from shared.settings import Settings
 
@@ -153,3 +153,24 @@ def test_export_iris_are_under_the_public_url_else_the_gateways_own_address(monk
     assert Settings(http_host="10.0.0.7", http_port=8123).public_base == "http://10.0.0.7:8123"
     assert Settings(public_url="https://threadline.example.org/", http_port=8123).public_base == (
         "https://threadline.example.org")
+
+
+async def test_a_claims_relations_and_resolutions_are_found_in_a_database_order_that_is_not_pythons():
+    # The order PostgreSQL gives with an en-US collation (checked against a database created with ICU en-US):
+    # c-2 before c1, C3 last; Python's `<` puts C3 first and c-2 after c1.
+    order = ["c-2", "c1", "c10", "c2", "C3"]
+    assert sorted(order) != order
+    parts = {"case": ledger("t")["case"],
+             "claims": [{"claim_id": c} for c in order],
+             "outgoing": [{"source_claim_id": c, "relation_id": f"{c}-r{n}"} for c in order for n in (1, 2)],
+             "resolutions": [{"claim_id": c, "revision": 3} for c in order if c != "c10"]}
+
+    async def fetch(page: Any) -> dict[str, Any]:
+        return {"asOf": 3, "records": orjson.dumps(parts[page.part]).decode(), "next": None}
+
+    pages = await LedgerPages(fetch, Actor(name="t", role="reviewer"), "c1", None).open()
+    relations, resolutions = ByClaim(pages, "outgoing", "source_claim_id"), ByClaim(pages, "resolutions", "claim_id")
+    found = {c["claim_id"]: ([r["relation_id"] for r in await relations.of(c["claim_id"])],
+                             [r["claim_id"] for r in await resolutions.of(c["claim_id"])])
+             async for c in pages.each("claims")}
+    assert found == {c: ([f"{c}-r1", f"{c}-r2"], [] if c == "c10" else [c]) for c in order}

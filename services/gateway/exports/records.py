@@ -58,8 +58,10 @@ async def _grouped(pages: LedgerPages, part: ExportPart, key: str) -> AsyncItera
 
 
 class ByClaim:
-    """A part grouped by claim, read alongside the claims (both in claim id order): `of(claim)` is the claim's
-    rows, each page fetched once, never the whole part at once."""
+    """A part grouped by claim, read alongside the claims (both in the database's claim id order): `of(claim)` is the
+    claim's rows, each page fetched once, never the whole part at once. Ids are matched on equality, never compared
+    with Python's `<`: the database orders them by its collation (en-US puts c-2 before c1, Python after), and every
+    claim a part names is one of the claims, installed by the same revision or earlier."""
 
     def __init__(self, pages: LedgerPages, part: ExportPart, key: str) -> None:
         self.groups = _grouped(pages, part, key)
@@ -70,9 +72,10 @@ class ByClaim:
     async def of(self, claim_id: str) -> list[dict[str, Any]]:
         if not self.started:
             self.pending, self.started = await anext(self.groups, None), True
-        while self.pending is not None and self.pending[0][self.key] < claim_id:
-            self.pending = await anext(self.groups, None)
-        return self.pending if self.pending is not None and self.pending[0][self.key] == claim_id else []
+        if self.pending is None or self.pending[0][self.key] != claim_id:
+            return []
+        rows, self.pending = self.pending, await anext(self.groups, None)
+        return rows
 
 
 @dataclass(frozen=True)
