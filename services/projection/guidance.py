@@ -5,7 +5,6 @@ find them all); the notes past the last page a cursor reaches summarised in one 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from services.projection import domain
@@ -43,22 +42,21 @@ def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[st
     }
 
 
-def older_notes_summary(older: list[dict[str, Any]]) -> dict[str, Any]:
+def older_notes_summary(older: dict[str, Any]) -> dict[str, Any]:
     """One guidance entry for the notes past the last page get_workspace's cursor reaches (it stops at 96): how many,
     the proposals they are on, and the texts they say most often. No agent tool reads a decision's note but guidance,
-    so the summary carries what they say, counted."""
-    proposal_ids = list(dict.fromkeys(e["proposalId"] for e in older if e.get("proposalId")))
-    said = Counter(e["note"] for e in older)
+    so the summary carries what they say, counted. `older` is those notes counted by the database (older_guidance)."""
+    proposals = older["proposals"]
     return {
         "type": "older_notes",
-        "total": len(older),
-        "proposalIds": proposal_ids[:OLDER_PROPOSALS],
-        "proposalsOmitted": max(0, len(proposal_ids) - OLDER_PROPOSALS),
-        "rejected": sum(len(e.get("rejected", [])) for e in older),
-        "caseGuidance": sum(1 for e in older if e["type"] == "case_guidance"),
-        "notes": [{"note": note, "count": count} for note, count in said.most_common(OLDER_NOTES)],
-        "note": f"{len(older)} older reviewers' note(s) are past the last page get_workspace's cursor reaches; "
-                f"they are on {len(proposal_ids)} proposal(s) (the first {min(len(proposal_ids), OLDER_PROPOSALS)} "
+        "total": older["total"],
+        "proposalIds": older["proposalIds"][:OLDER_PROPOSALS],
+        "proposalsOmitted": max(0, proposals - OLDER_PROPOSALS),
+        "rejected": older["rejected"],
+        "caseGuidance": older["caseGuidance"],
+        "notes": older["notes"][:OLDER_NOTES],
+        "note": f"{older['total']} older reviewers' note(s) are past the last page get_workspace's cursor reaches; "
+                f"they are on {proposals} proposal(s) (the first {min(proposals, OLDER_PROPOSALS)} "
                 "named here) and the texts they say most often are counted here. No other tool reads a decision's "
                 "note; get_workspace scope=proposals lists your recent proposals and their items' status.",
     }
@@ -74,8 +72,7 @@ async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None, 
     notes = await uow.reads.guidance_total(case_id)
     # The last page a cursor reaches (its next cursor would pass 96), with notes past it.
     beyond = start + domain.PAGE_SIZE > domain.MAX_CURSOR and notes > start + domain.PAGE_SIZE
-    read = await uow.reads.guidance(case_id, notes if beyond else start + domain.PAGE_SIZE, agent) \
-        if start < notes else []
+    read = await uow.reads.guidance(case_id, start + domain.PAGE_SIZE, agent) if start < notes else []
     page = domain.page_of(read[start:start + domain.PAGE_SIZE], start, notes, "guidance")
     gaps = counts.get(UNRESOLVED, 0)
     if gaps and start == 0:
@@ -83,6 +80,7 @@ async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None, 
         page["items"].append(gaps_summary(case_id, gaps, await uow.views.unresolved_by_type(case_id, FIRST_GAPS),
                                           first))
     if beyond:
-        page["items"].append(older_notes_summary(read[start + domain.PAGE_SIZE:]))
+        older = await uow.reads.older_guidance(case_id, agent, start + domain.PAGE_SIZE, OLDER_PROPOSALS, OLDER_NOTES)
+        page["items"].append(older_notes_summary(older))
     page["total"] = notes + (1 if gaps else 0)
     return page

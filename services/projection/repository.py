@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from services.projection.claim_marks import ClaimMarks
 from services.projection.domain import ClaimView, LedgerSnapshot, RelationView
+from services.projection.guidance_reads import GuidanceReads
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.search_index import SqlSearchIndex
 from services.projection.thesis_repository import SqlTheses
@@ -32,8 +33,6 @@ from shared.db.tables import (
     change_log,
     claim_sources,
     claims,
-    decisions,
-    guidance_notes,
     item_decisions,
     merge_group_members,
     merge_groups,
@@ -47,7 +46,6 @@ from shared.service import Meta, ServiceContext, origin
 from shared.uow import SqlUnitOfWork
 
 ACTIVE = "active"
-_noted = and_(decisions.c.note.is_not(None), decisions.c.note != "")
 
 
 _RECORD_APPLIED = """
@@ -57,7 +55,7 @@ ON CONFLICT DO NOTHING
 RETURNING event_id::text
 """
 
-class SqlReads(ClaimMarks):
+class SqlReads(ClaimMarks, GuidanceReads):
     """The ledger, proposals and guidance as the read views need them, and the read models."""
 
     def __init__(self, connection: AsyncConnection) -> None:
@@ -324,62 +322,6 @@ class SqlReads(ClaimMarks):
             select(proposals.c.kind, func.count()).where(proposals.c.case_id == case_id, still_open())
             .group_by(proposals.c.kind).order_by(proposals.c.kind))
         return {kind: count for kind, count in rows.all()}
-
-    async def guidance(self, case_id: str, limit: int, agent: str | None = None) -> list[dict[str, Any]]:
-        """Reviewers' decision notes and case guidance, newest first: the first `limit` of them.
-
-        With `agent`, what is addressed to it comes first (the notes on its own proposals, and case guidance, which
-        is for every agent), so that other agents' many decisions never push a note meant for it (a "duplicate of
-        X") past the pages it can read."""
-        own = proposals.c.agent_name == agent if agent is not None else None
-        decided = await self.connection.execute(
-            select(
-                decisions.c.decision_id,
-                decisions.c.proposal_id,
-                decisions.c.reviewer,
-                decisions.c.note,
-                decisions.c.decided_at,
-                proposals.c.kind,
-                proposals.c.agent_name,
-                func.array_agg(func.json_build_array(item_decisions.c.item_id, item_decisions.c.outcome)).label("items"),
-            )
-            .join(proposals, proposals.c.proposal_id == decisions.c.proposal_id)
-            .join(item_decisions, item_decisions.c.decision_id == decisions.c.decision_id)
-            .where(decisions.c.case_id == case_id, _noted)
-            .group_by(decisions.c.decision_id, proposals.c.kind, proposals.c.agent_name)
-            .order_by(*((own.desc(),) if own is not None else ()), decisions.c.decided_at.desc())
-            .limit(limit)
-        )
-        entries = [
-            {
-                "type": "decision_note",
-                "at": r.decided_at,
-                "reviewer": r.reviewer,
-                "note": r.note,
-                "proposalId": r.proposal_id,
-                "proposalKind": r.kind,
-                "agent": r.agent_name,
-                "accepted": sorted(i for i, o in r.items if o == "accepted"),
-                "rejected": sorted(i for i, o in r.items if o == "rejected"),
-            }
-            for r in decided
-        ]
-        notes = await self.connection.execute(select(guidance_notes).where(guidance_notes.c.case_id == case_id)
-                                              .order_by(guidance_notes.c.created_at.desc()).limit(limit))
-        entries += [
-            {"type": "case_guidance", "at": r.created_at, "reviewer": r.author, "note": r.text} for r in notes
-        ]
-        entries.sort(key=lambda e: (agent is not None and e.get("agent", agent) == agent, e["at"]), reverse=True)
-        for entry in entries:
-            entry["at"] = entry["at"].isoformat()
-        return entries[:limit]
-
-    async def guidance_total(self, case_id: str) -> int:
-        notes = await self.connection.execute(
-            select(func.count()).select_from(decisions).where(decisions.c.case_id == case_id, _noted))
-        written = await self.connection.execute(
-            select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id))
-        return notes.scalar_one() + written.scalar_one()
 
     async def provenance_of_claims(self, case_id: str, claim_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         rows = await self.connection.execute(
