@@ -322,7 +322,7 @@ async def test_a_predictions_resolutions_are_on_its_timeline_and_its_page(stack)
     assert second["supersedesResolution"] == first["resolutionId"] and "supersedesResolution" not in first
     assert second["note"] == "the index it was measured by was withdrawn" and first["sourceId"] == "outcomes"
     assert page.count('class="event-resolved"') == 2 and "resolved <strong>void</strong> on 2026-01-15" in page
-    assert "supersedes the earlier resolution" in page
+    assert "supersedes the earlier resolution · note: the index it was measured by was withdrawn" in page
 
 
 async def test_the_case_reads_back_as_of_a_revision_over_the_api(stack, history):
