@@ -73,7 +73,7 @@ async def _check(cmd: ResolvePrediction, uow: ReviewUnitOfWork, today: date) -> 
         raise NotFound(f"case {cmd.case_id!r} has no claim {cmd.claim_id!r}", field="claimId",
                        hint="resolve a canonical prediction claim the case page lists")
     if found.kind != PREDICTION or found.status != ACTIVE:
-        what = f"a {found.kind}" if found.kind != PREDICTION else f"a {found.status} prediction"
+        what = f"of kind {found.kind}" if found.kind != PREDICTION else f"a prediction whose status is {found.status}"
         raise InvalidArgument(f"claim {cmd.claim_id!r} is {what}, not a canonical prediction", field="claimId",
                               hint="only canonical (active) claims of kind prediction resolve")
     status = await uow.resolutions.source_status(cmd.case_id, cmd.source_id)
@@ -91,7 +91,7 @@ async def _check(cmd: ResolvePrediction, uow: ReviewUnitOfWork, today: date) -> 
     same = (latest["outcome"], latest["source_id"], latest["resolved_on"], latest["note"]) == (
         cmd.outcome, cmd.source_id, cmd.resolved_on, cmd.note)
     if same:
-        raise AlreadyExists(f"claim {cmd.claim_id!r} is resolved so already (revision {latest['revision']})",
+        raise AlreadyExists(f"claim {cmd.claim_id!r} is already resolved so (revision {latest['revision']})",
                             field="claimId", hint="nothing to do: the resolution stands")
     if not cmd.note:
         raise InvalidArgument(

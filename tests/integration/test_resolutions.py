@@ -62,12 +62,15 @@ async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refus
             ({**body, "outcome": "maybe"}, "outcome"),
             ({**body, "note": "  "}, "note"),  # blank: says nothing
         ]
+        messages = []
         for bad, field in refused:
             async with stack.api() as api:
                 response = await api.post(f"/api/v1/cases/{agent.case_id}/resolutions", json=bad)
             assert response.status_code in (400, 404, 422), response.text
             error = response.json()["error"]
             assert error.get("field") == field or field in {p["field"] for p in error.get("problems", [])}, error
+            messages.append(error["message"])
+        assert "claim 'seen' is of kind observation, not a canonical prediction" in messages[0]
         assert await agent.revision() == before  # nothing refused changed the ledger
 
         first = await resolve(stack, agent.case_id, **body)
@@ -76,7 +79,8 @@ async def test_a_resolution_is_a_revision_with_its_events_and_bad_input_is_refus
         assert again["error"]["field"] == "note"  # resolving twice without a note
         blank = await resolve(stack, agent.case_id, 422, **{**body, "outcome": "false", "note": " \n "})
         assert blank["error"]["field"] == "note"  # nor with a blank one
-        assert (await resolve(stack, agent.case_id, 409, **body))["error"]["field"] == "claimId"
+        same = (await resolve(stack, agent.case_id, 409, **body))["error"]
+        assert same["field"] == "claimId" and "claim 'p1' is already resolved so" in same["message"]
         second = await resolve(stack, agent.case_id, **{**body, "outcome": "void", "note": "the series was revised"})
         assert second["revision"] == before + 2 and second["resolved"]["supersedes"] == first["resolved"]["resolutionId"]
 
