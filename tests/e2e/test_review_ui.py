@@ -217,6 +217,8 @@ async def test_the_delta_and_thesis_pages_link_the_agent_to_a_record_that_counts
         record = await http.get(link[1])
     assert found["pending"] >= 1  # this one, and any other test's delta by the same agent
     assert record.status_code == 200, record.text
+    assert f'Cases</a> / track record of <span class="mono">{link[2]}</span>' in record.text
+    assert "<span>reviewer</span>" in record.text and "reviewer · reviewer" not in record.text  # name == role: once
     assert (f'id="record-deltas">{sum(found.values())}</strong> ({found["accepted"]} accepted, '
             f'{found["rejected"]} rejected, {found["pending"]} pending)') in record.text
 
