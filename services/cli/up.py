@@ -290,10 +290,10 @@ class Supervisor:
             lines += [
                 "",
                 f"First start: bearer tokens (also in {credentials_path}, mode 0600; shown once):",
-                f"  admin     {credentials['admin']}",
-                f"  reviewer  {credentials['reviewer']}",
-                f"  subscriber {credentials['subscriber']}   (reads the event feed: /api/v1/events)",
-                f"  agent     {credentials['agent']}",
+                f"  admin       {credentials['admin']}",
+                f"  reviewer    {credentials['reviewer']}",
+                f"  subscriber  {credentials['subscriber']}   (reads the event feed: /api/v1/events)",
+                f"  agent       {credentials['agent']}",
             ]
         else:
             lines += ["", f"Bearer tokens: {credentials_path}"]

@@ -51,6 +51,10 @@ def test_first_start_prints_urls_and_writes_private_credentials(system, data_dir
     assert {"admin", "reviewer", "agent", "subscriber"} <= set(credentials)
     for role in ("admin", "reviewer", "agent", "subscriber"):
         assert credentials[role] in text
+    columns = {line.index(credentials[role]) for line in system.output for role in ("admin", "reviewer", "agent",
+                                                                                     "subscriber")
+               if line.lstrip().startswith(role + " ") and credentials[role] in line}
+    assert len(columns) == 1, "the tokens start in one column"
     assert stat.S_IMODE(os.stat(data_dir / "credentials.json").st_mode) == 0o600
     assert set(system.runtime) >= {"httpUrl", "natsUrl", "databaseUrl"}
     assert "?host=" in system.runtime["databaseUrl"], "no URL was configured, so PostgreSQL must be embedded"
