@@ -35,6 +35,7 @@ from shared.settings import Settings
 from shared.subjects import Command
 
 DEMO_CASE_ID = "demo-heat-pumps"
+DEMO_AGENT = "demo-agent"  # not `up`'s agent token: the user's own agent starts with a record of its own
 DEMO_TICKER = "DEMO"
 
 DEMO_SOURCES: list[dict[str, Any]] = [
@@ -161,7 +162,7 @@ class ResearchLoop:
                 await self.stage(tool, arguments)
 
 
-async def load_demo(settings: Settings, agent_name: str = "agent") -> dict[str, Any]:
+async def load_demo(settings: Settings, agent_name: str = DEMO_AGENT) -> dict[str, Any]:
     await ensure_demo_case(settings)
     try:
         await command(

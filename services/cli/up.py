@@ -152,7 +152,7 @@ class Supervisor:
         if self.demo:
             from services.cli.demo import load_demo
 
-            await load_demo(settings, agent_name=credentials.get("agentName", "agent"))
+            await load_demo(settings)
         self._announce(http_url, nats_url, database_url, credentials, first_start, time.monotonic() - started)
 
     def _lock_data_dir(self) -> None:

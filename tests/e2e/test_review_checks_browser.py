@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.cli.demo import DEMO_CASE_ID, DEMO_SOURCES
+from services.cli.demo import DEMO_AGENT, DEMO_CASE_ID, DEMO_SOURCES
 from services.cli.demo_case import PENDING_PREDICTION
 from tests.e2e.test_argument_map_browser import demo, reviewer_page  # noqa: F401 - the demo deployment fixture
 from tests.e2e.test_review_ui import browser  # noqa: F401 - the module's Chromium fixture
@@ -49,8 +49,8 @@ async def test_the_demo_prediction_shows_its_checks_on_the_proposal_page_and_lin
     assert "primary" in grounding and "1 independent origin" in grounding
 
     await page.locator("a.agent-link").first.click()
-    await page.wait_for_url("**/ui/agents/agent")
-    assert "Track record of agent" in await page.locator("h1").inner_text()
+    await page.wait_for_url(f"**/ui/agents/{DEMO_AGENT}")
+    assert f"Track record of {DEMO_AGENT}" in await page.locator("h1").inner_text()
     assert int(await page.locator("#record-pending").inner_text()) == 2  # the two proposals still pending
     assert "prediction-established" in await page.locator("#checks").inner_text()
     await page.context.close()

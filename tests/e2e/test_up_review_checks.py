@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from services.cli.demo import DEMO_CASE_ID
+from services.cli.demo import DEMO_AGENT, DEMO_CASE_ID
 from services.cli.demo_case import PENDING_PREDICTION
 from tests.e2e.system import start_system
 
@@ -36,9 +36,11 @@ def test_checks_resolutions_and_records_through_threadline_up(tmp_path):
                 "resolvedOn": "2026-01-01", "note": "the target year was withdrawn"})
             assert resolved.status_code == 200, resolved.text
 
-            found = api.get("/api/v1/agents/agent/record").json()
+            found = api.get(f"/api/v1/agents/{DEMO_AGENT}/record").json()
             assert found["checks"].get("prediction-established") == 1
             assert "confidence-beyond-sources" not in found["checks"]
             assert found["predictions"]["void"] == 1 and found["predictions"]["brier"] is None
+            mine = api.get("/api/v1/agents/agent/record").json()  # up's agent token: the demo staged nothing as it
+            assert mine["proposals"] == 0 and mine["checks"] == {} and mine["predictions"]["void"] == 0
     finally:
         system.stop()
