@@ -228,6 +228,7 @@ def evidence_health(snapshot: LedgerSnapshot) -> dict[str, Any]:
         },
         "claims": {
             "total": len(claims),
+            "verdicts": len(snapshot.claims) - len(claims),  # apart from total; scope=claims lists them too
             "independent": independent_units([c.claim_id for c in claims], snapshot.groups),
             "withoutPrimarySource": sum(
                 1 for c in claims if not grounded(c.source_ids, snapshot.source_types)
@@ -250,6 +251,7 @@ def ledger_counts(snapshot: LedgerSnapshot) -> dict[str, Any]:
         "sources": {"total": len(snapshot.source_types), "byType": counts(snapshot.source_types.values())},
         "claims": {
             "total": len(claims),
+            "verdicts": len(snapshot.claims) - len(claims),  # apart from total; scope=claims lists them too
             "independent": independent_units([c.claim_id for c in claims], snapshot.groups),
             "byKind": counts(c.kind for c in claims),
             "byConfidence": counts(c.confidence for c in claims),

@@ -217,6 +217,7 @@ def ledger_counts(counts: Mapping[str, int]) -> dict[str, Any]:
         "sources": {"total": counts.get("sources", 0), "byType": _by(counts, "sources.byType.")},
         "claims": {
             "total": counts.get("claims", 0),
+            "verdicts": counts.get("claims.all", 0) - counts.get("claims", 0),
             "independent": counts.get("claims.independent", 0),
             "byKind": _by(counts, "claims.byKind."),
             "byConfidence": _by(counts, "claims.byConfidence."),
@@ -238,6 +239,7 @@ def evidence_health(counts: Mapping[str, int], has_verdict: bool, unsupported: l
         },
         "claims": {
             "total": counts.get("claims", 0),
+            "verdicts": counts.get("claims.all", 0) - counts.get("claims", 0),
             "independent": counts.get("claims.independent", 0),
             **{name: counts.get(f"claims.{name}", 0) for name in ("withoutPrimarySource", "weak", "contradicted")},
         },

@@ -698,6 +698,9 @@ async def test_the_agent_loop_through_review_moves_the_case_five_revisions(stack
         assert {(b["relationId"], b["claimId"], b["type"]) for b in verdict["bases"]} == {
             ("fall-answers", "emissions-fall", "supports"), ("savings-answer", "savings-measured", "qualifies")}
         assert summary["counts"]["claims"]["independent"] == 2  # the group counts once
+        listed = (await agent.ok("get_workspace", {"scope": "claims"}))["claims"]
+        counted = summary["counts"]["claims"]
+        assert (counted["total"], counted["verdicts"]) == (3, 1) and listed["total"] == 4  # the verdict apart, and in
 
 
 async def test_operators_list_and_revoke_tokens_from_the_cli(stack):
