@@ -40,10 +40,14 @@ def _an_id(listed_by: str) -> Callable[[str], str]:
     return named
 
 
+# The review pages and `review list` show this many characters of an id; any unique start of one names it.
+SHOWN_ID = 8
+
 ProposalId = Annotated[str, typer.Argument(
-    help="The proposal's id, or a unique start of it.", callback=_an_id("threadline review list --case CASE"))]
+    metavar="PROPOSAL", help="The proposal's id, or a unique start of it.",
+    callback=_an_id("threadline review list --case CASE"))]
 OperationId = Annotated[str, typer.Argument(
-    help="The delta's operation id, or a unique start of it.", callback=_an_id("threadline review deltas"))]
+    metavar="OPERATION", help="The delta's operation id, or a unique start of it.", callback=_an_id("threadline review deltas"))]
 
 
 def when(value: str | None) -> str:
@@ -113,18 +117,32 @@ def list_(
                  params={"status": status, **{k: v for k, v in asked.items() if v is not None}})
     if as_json:
         return typer.echo(json.dumps(listed, indent=2))
+    if not listed["proposals"]:
+        return console.print(_none_listed(case, status, asked))
     table = Table()
     table.add_column("proposal", no_wrap=True)
     for name in ("kind", "status", "agent", "staged", "items"):
         table.add_column(name)
     for p in listed["proposals"]:
-        table.add_row(p["proposalId"], p["kind"], p["status"], p["provenance"]["agent"],
+        table.add_row(p["proposalId"][:SHOWN_ID], p["kind"], p["status"], p["provenance"]["agent"],
                       when(p["provenance"]["stagedAt"]),
                       ", ".join(f"{i['itemId']} ({i['status']}{', possible duplicate' if _still_open(i) else ''})"
                                 for i in p["items"]))
     console.print(table)
     if listed.get("nextCursor"):
         console.print(f"more: --cursor {listed['nextCursor']}", markup=False, highlight=False)
+
+
+def _none_listed(case: str, status: str, asked: dict[str, str | None]) -> str:
+    """The line an empty page prints instead of a bare table header, naming the filters it was asked with."""
+    filters = [f"{name} {asked[key]}" for name, key in (("kind", "kind"), ("agent", "agent"), ("text", "q"),
+                                                         ("sort", "sort")) if asked[key] is not None]
+    if asked["duplicates"]:
+        filters.append("with a possible duplicate")
+    if asked["cursor"]:
+        filters.append("after the cursor given")
+    return f"no {'' if status == 'all' else status + ' '}proposals in case {case}" + (
+        f" ({', '.join(filters)})" if filters else "")
 
 
 def _still_open(item: dict[str, Any]) -> bool:
@@ -145,6 +163,12 @@ def show(proposal: ProposalId, url: Url = None, token: Token = None, data_dir: D
     for item in shown["items"]:
         console.print(f"\n{item['itemId']} ({item['status']})", style="bold")
         console.print(json.dumps(item["record"], indent=2, ensure_ascii=False))
+        if item.get("grounding"):
+            console.print(f"grounding: {_grounding(item['grounding'])}")
+        for check in item.get("reviewChecks", []):
+            message = " ".join(check["message"].split())
+            console.print(f"check {check['check']} ({check['severity']}): {message}",
+                          style="yellow" if check["severity"] == "warning" else None)
         for similar in item.get("possibleDuplicates", []):
             of = similar["of"]
             if similar.get("restatedLater"):
@@ -169,6 +193,17 @@ def show(proposal: ProposalId, url: Url = None, token: Token = None, data_dir: D
         console.print(f"note: {decision['note']}" if decision["note"] else "no note")
 
 
+def _grounding(grounding: dict[str, Any]) -> str:
+    """A claim's grounding (`primary, 2 independent origins`), or a relation's, one per end."""
+    def one(g: dict[str, Any]) -> str:
+        n = g["independentOrigins"]
+        return f"{g['grounding']}, {n} independent origin{'' if n == 1 else 's'}"
+
+    if "grounding" in grounding:
+        return one(grounding)
+    return "; ".join(f"{end} claim {one(g)}" for end, g in sorted(grounding.items()))
+
+
 def _decide(verb: str, proposal: str, items: list[str], note: str | None, expected: int | None,
             url: str | None, token: str | None, data_dir: Path | None, as_json: bool) -> None:
     api = Api(url, token, data_dir)
@@ -186,8 +221,9 @@ def _decide(verb: str, proposal: str, items: list[str], note: str | None, expect
     if as_json:
         return typer.echo(json.dumps(outcome, indent=2))
     if outcome.get("recorded", True):
-        console.print(f"revision {outcome['revision']}; accepted {outcome['accepted']}; "
-                      f"rejected {outcome['rejected']}")
+        console.print("; ".join([f"revision {outcome['revision']}",
+                                 *(f"{verb} {', '.join(outcome[verb])}" for verb in ("accepted", "rejected")
+                                   if outcome[verb])]))
     else:
         console.print(f"nothing recorded: every item was refused, so no decision and no note were stored; "
                       f"the case stays at revision {outcome['revision']}", style="red")
@@ -197,7 +233,7 @@ def _decide(verb: str, proposal: str, items: list[str], note: str | None, expect
         raise typer.Exit(1)
 
 
-Items = Annotated[list[str] | None, typer.Argument(help="Item ids (default: every pending item).")]
+Items = Annotated[list[str] | None, typer.Argument(metavar="ITEMS", help="Item ids (default: every pending item).")]
 Note = Annotated[str | None, typer.Option("--note", help="Why; agents see it in their guidance.")]
 Expected = Annotated[int | None, typer.Option("--expected-revision",
                                                  help="Refuse if the case moved (default: as shown now).")]
@@ -224,7 +260,7 @@ def reject(proposal: ProposalId, note: RejectionNote, items: Items = None, expec
 
 
 @app.command()
-def duplicate(proposal: ProposalId, item: Annotated[str, typer.Argument(help="The item that restates a record.")],
+def duplicate(proposal: ProposalId, item: Annotated[str, typer.Argument(metavar="ITEM", help="The item that restates a record.")],
               of: Annotated[str, typer.Option("--of", help="The canonical or pending claim or source it duplicates.")],
               note: Note = None, expected_revision: Expected = None, url: Url = None, token: Token = None,
               data_dir: DataDir = None, as_json: AsJson = False) -> None:

@@ -44,11 +44,19 @@ async def test_the_review_cli_lists_shows_accepts_and_rejects(stack):
         staged = await agent.stage("stage_claims", claims=[claim_item("cli-yes", [source]),
                                                            claim_item("cli-no", [source])])
         listed = await asyncio.to_thread(threadline, "list", "--case", agent.case_id, stack=stack)
-        assert listed.returncode == 0 and staged["proposalId"] in listed.stdout
+        # The 8 characters the review pages show, as the README says; --json keeps the whole id.
+        assert listed.returncode == 0 and staged["proposalId"][:8] in listed.stdout
+        assert staged["proposalId"] not in listed.stdout
+        as_json = await asyncio.to_thread(threadline, "list", "--case", agent.case_id, "--json", stack=stack)
+        assert staged["proposalId"] in {p["proposalId"] for p in json.loads(as_json.stdout)["proposals"]}
+        none = await asyncio.to_thread(threadline, "list", "--case", agent.case_id, "--kind", "verdict", stack=stack)
+        assert none.returncode == 0 and none.stdout.strip() == f"no pending proposals in case {agent.case_id} " \
+            "(kind verdict)", none.stdout
         shown = await asyncio.to_thread(threadline, "show", staged["proposalId"], "--json", stack=stack)
         assert json.loads(shown.stdout)["items"][0]["wouldChange"]["acceptable"] is True
         accepted = await asyncio.to_thread(threadline, "accept", staged["proposalId"], "cli-yes", stack=stack)
         assert accepted.returncode == 0, accepted.stderr + accepted.stdout
+        assert accepted.stdout.strip() == f"revision {await agent.revision()}; accepted cli-yes", accepted.stdout
         rejected = await asyncio.to_thread(threadline, "reject", staged["proposalId"], "--note", "unsupported",
                                            "--json", stack=stack)
         assert json.loads(rejected.stdout)["rejected"] == ["cli-no"]
@@ -56,6 +64,25 @@ async def test_the_review_cli_lists_shows_accepts_and_rejects(stack):
         assert again.returncode == 1 and "already rejected by reviewer at 20" in again.stdout
         assert "nothing recorded" in again.stdout  # every chosen item was refused: no decision, no note
         assert await agent.revision() == 2
+
+
+async def test_showing_a_proposal_prints_each_items_review_checks_and_grounding(stack):
+    async with agent_session(stack) as agent:
+        source = (await seed(agent, sources=1))["sources"][0]
+        staged = await agent.stage("stage_claims", claims=[
+            claim_item("cli-forecast", [source], kind="prediction", confidence="established")])
+        shown = await asyncio.to_thread(threadline, "show", staged["proposalId"], stack=stack)
+        assert shown.returncode == 0, shown.stderr
+        assert "check prediction-established (warning): a prediction stated as established; until it resolves, " \
+               "supported is the strongest its sources allow" in shown.stdout, shown.stdout
+        assert "grounding: primary, 1 independent origin\n" in shown.stdout, shown.stdout
+
+
+def test_the_usage_of_each_review_command_names_the_proposal_argument_in_capitals():
+    for command in ("reject", "accept", "show", "duplicate"):
+        usage = subprocess.run([str(Path(sys.executable).parent / "threadline"), "review", command, "--help"],
+                               capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "100"})
+        assert usage.returncode == 0 and "PROPOSAL" in usage.stdout and "{proposal}" not in usage.stdout, usage.stdout
 
 
 async def test_rejecting_from_the_cli_needs_a_note_and_a_decided_proposal_says_when_and_by_whom(stack):
@@ -180,8 +207,8 @@ async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack
 
 
 def test_an_empty_id_is_refused_naming_the_argument_before_any_call(tmp_path):
-    for args, argument in ((("reject", "", "--note", "x"), "proposal"), (("show", "  "), "proposal"),
-                           (("reject-delta", "", "--note", "x"), "operation")):
+    for args, argument in ((("reject", "", "--note", "x"), "PROPOSAL"), (("show", "  "), "PROPOSAL"),
+                           (("reject-delta", "", "--note", "x"), "OPERATION")):
         refused = subprocess.run(
             [str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", "http://127.0.0.1:9",
              "--token", "unused", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
