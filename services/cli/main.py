@@ -137,12 +137,23 @@ def token_create(
 
 
 @token_app.command("list")
-def token_list(data_dir: DataDir = None) -> None:
+def token_list(data_dir: DataDir = None, as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object a token, a line each.")] = False) -> None:
     """List tokens (names, roles, when issued and revoked; never the tokens themselves)."""
-    from services.cli.operations import list_tokens
+    from rich.table import Table
 
-    for token in _run(list_tokens(_settings(data_dir))):
-        typer.echo(json.dumps(token))
+    from services.cli.operations import list_tokens
+    from services.cli.review import SHOWN_ID, console, when
+
+    listed = _run(list_tokens(_settings(data_dir)))
+    if as_json:
+        return typer.echo("\n".join(json.dumps(token) for token in listed))
+    table = Table("token", "name", "role", "created by", "created", "revoked")
+    table.columns[0].no_wrap = True
+    for t in listed:
+        table.add_row(t["tokenId"][:SHOWN_ID], t["name"], t["role"], t["createdBy"] or "", when(t["createdAt"]),
+                      when(t["revokedAt"]))
+    console.print(table)
 
 
 def _a_token_id(value: str) -> str:

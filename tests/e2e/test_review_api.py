@@ -707,8 +707,8 @@ async def test_operators_list_and_revoke_tokens_from_the_cli(stack):
     name = unique("cli-revoked")
     token = await stack.issue_token("reviewer", name)
     env = stack.environment()
-    listed = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token", "list"],
-                                     env=env, capture_output=True, text=True, timeout=60)
+    listed = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token", "list",
+                                                      "--json"], env=env, capture_output=True, text=True, timeout=60)
     entry = next(json.loads(line) for line in listed.stdout.splitlines() if json.loads(line)["name"] == name)
     assert token not in listed.stdout and "tokenHash" not in listed.stdout
     revoked = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token",

@@ -17,7 +17,9 @@ def token(stack, *args: str) -> subprocess.CompletedProcess:
 async def test_token_revoke_takes_a_unique_start_of_the_id_and_refuses_an_empty_one(stack):
     name = unique("revoked-by-prefix")
     await stack.issue_token("reviewer", name)
-    listed = await asyncio.to_thread(token, stack, "list")
+    table = await asyncio.to_thread(token, stack, "list")  # a table, as `review list` and `webhooks list` print
+    assert table.returncode == 0 and name in table.stdout and "tokenId" not in table.stdout, table.stdout
+    listed = await asyncio.to_thread(token, stack, "list", "--json")
     token_id = next(t["tokenId"] for t in map(json.loads, listed.stdout.splitlines()) if t["name"] == name)
 
     for empty in ("", "  "):
@@ -29,6 +31,8 @@ async def test_token_revoke_takes_a_unique_start_of_the_id_and_refuses_an_empty_
 
     revoked = await asyncio.to_thread(token, stack, "revoke", token_id[:8])
     assert revoked.returncode == 0, revoked.stderr
+    table = await asyncio.to_thread(token, stack, "list")
+    assert next(line for line in table.stdout.splitlines() if token_id[:8] in line).count(" UTC") == 2, table.stdout
     assert json.loads(revoked.stdout)["tokenId"] == token_id
-    listed = await asyncio.to_thread(token, stack, "list")
+    listed = await asyncio.to_thread(token, stack, "list", "--json")
     assert next(t for t in map(json.loads, listed.stdout.splitlines()) if t["tokenId"] == token_id)["revokedAt"]
