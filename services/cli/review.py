@@ -20,6 +20,7 @@ app = typer.Typer(help="Review proposals through the HTTP API.", no_args_is_help
 # Markup and highlighting off: every string printed comes from the API (agents' text among it) and must
 # print as is; `[/note]` in a claim is text, not a closing tag.
 console = Console(width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
+errors = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)  # refusals: never in a redirected --json output
 
 Url = Annotated[str | None, typer.Option("--url", help="Gateway URL (default: THREADLINE_URL, else the data dir's).")]
 Token = Annotated[str | None, typer.Option(
@@ -69,7 +70,9 @@ class Api:
         if token is None:
             credentials = settings.data_dir / CREDENTIALS_FILE
             if not credentials.exists():
-                raise typer.BadParameter("no token: pass --token or set THREADLINE_TOKEN")
+                raise typer.BadParameter(f"no token: pass --token, set THREADLINE_TOKEN, or pass --data-dir with the "
+                                         f"data directory `threadline up` wrote its {CREDENTIALS_FILE} to "
+                                         f"(none at {credentials})")
             token = json.loads(credentials.read_text())["reviewer"]
         self.client = httpx2.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
@@ -77,14 +80,19 @@ class Api:
         try:
             response = self.client.request(method, f"/api/v1{path}", **kwargs)
         except httpx2.HTTPError as error:
-            console.print(f"cannot reach {self.url}: {error}", style="red")
+            errors.print(f"cannot reach {self.url}: {error}", style="red")
             raise typer.Exit(2) from None
-        body = response.json()
+        try:
+            body = response.json()
+        except ValueError:  # not the gateway's JSON: a proxy's error page, or another server on that port
+            errors.print(f"{self.url} answered {response.status_code} without JSON: is it Threadline's gateway?",
+                         style="red")
+            raise typer.Exit(2) from None
         if response.status_code >= 400:
-            error = body.get("error", {})
-            console.print(f"error ({error.get('code')}): {error.get('message')}", style="red")
+            error = body.get("error", {}) if isinstance(body, dict) else {}
+            errors.print(f"error ({error.get('code')}): {error.get('message')}", style="red")
             if error.get("hint"):
-                console.print(f"hint: {error['hint']}")
+                errors.print(f"hint: {error['hint']}")
             raise typer.Exit(1)
         return body
 

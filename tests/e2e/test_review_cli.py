@@ -124,10 +124,10 @@ async def test_the_cli_takes_a_unique_prefix_of_a_proposal_id_and_lists_the_cand
             every = sorted((await db.execute(select(proposals.c.proposal_id))).scalars())
         sharing = [str(i) for i in every if str(i).startswith(digit)]
         ambiguous = await asyncio.to_thread(threadline, "show", digit, stack=stack)
-        assert ambiguous.returncode == 1 and "invalid_argument" in ambiguous.stdout
-        assert f"{digit!r} is the start of several proposal ids: " in ambiguous.stdout
-        assert all(i in ambiguous.stdout for i in sharing[:10]) and "more of the id" in ambiguous.stdout
-        assert ("and more" in ambiguous.stdout) == (len(sharing) > 10)
+        assert ambiguous.returncode == 1 and "invalid_argument" in ambiguous.stderr
+        assert f"{digit!r} is the start of several proposal ids: " in ambiguous.stderr
+        assert all(i in ambiguous.stderr for i in sharing[:10]) and "more of the id" in ambiguous.stderr
+        assert ("and more" in ambiguous.stderr) == (len(sharing) > 10)
         async with stack.api() as api:
             over_http = await api.get(f"/api/v1/proposals/{first[:8]}")
             assert over_http.status_code == 200 and over_http.json()["proposalId"] == first
@@ -166,7 +166,7 @@ async def test_rejecting_a_delta_from_the_cli_needs_a_note(stack):
                                        stack=stack)
     assert json.loads(rejected.stdout)["status"] == "rejected"
     again = await asyncio.to_thread(threadline, "accept-delta", operation, stack=stack)
-    assert again.returncode == 1 and "the delta was already rejected by reviewer at 20" in again.stdout
+    assert again.returncode == 1 and "the delta was already rejected by reviewer at 20" in again.stderr
 
 
 async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(stack, tmp_path):

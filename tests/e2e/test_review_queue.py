@@ -448,7 +448,8 @@ async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
         shown = await asyncio.to_thread(cli, "show", staged[1]["proposalId"])
         assert f"possible duplicate of canonical claim {canonical}" in shown.stdout
         refused = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", "nothing")
-        assert refused.returncode == 1 and "'nothing' is neither canonical nor pending" in refused.stdout, refused.stdout
+        assert refused.returncode == 1 and "'nothing' is neither canonical nor pending" in refused.stderr, refused.stderr
+        assert refused.stdout == ""  # a refusal never lands in what a script reads
         done = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", canonical,
                                        "--note", "Cite it instead.")
         assert done.returncode == 0 and f"as a duplicate of {canonical}" in done.stdout, done.stdout + done.stderr
