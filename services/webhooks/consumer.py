@@ -5,7 +5,8 @@ acknowledged only after that committed. Events are recorded strictly in stream o
 per-case order rests on it — whichever replica takes them and however often one dies holding some:
 the transaction locks the position (the last sequence recorded), skips what lies at or below it
 (redeliveries change nothing), and stops at an event whose predecessor is still out, which is handed
-back to come again after it. The consumer is provisioned by `migrate`; this code only binds to it.
+back to come again after it. The position belongs to one stream: a batch that does not go on from it
+first asks whether the stream is a new one (a restore into a new data dir), counted then from its start. The consumer is provisioned by `migrate`; this code only binds to it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from nats.js.errors import NotFoundError
 
-from services.webhooks import use_cases
+from services.webhooks import domain, use_cases
 from shared import durable
 from shared.logging import get_logger
 from shared.service import ServiceContext
@@ -59,10 +60,13 @@ async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: async
         except NotFoundError:
             return None
 
+    async def stream() -> domain.Stream:
+        return await use_cases.stream_now(js, ctx.settings.stream_name)
+
     recorded = None
     for attempt in range(WAIT_FOR_PREDECESSOR_TRIES):
         try:
-            recorded = await use_cases.record_events(ctx, batch, first_after)
+            recorded = await use_cases.record_events(ctx, batch, first_after, stream)
         except Exception as error:  # noqa: BLE001 - the stream keeps the events; they come back
             delay = min(MAX_RETRY_DELAY_SECONDS, RETRY_DELAY_SECONDS * 2 ** min(failures, 5))
             log.warning("events_record_failed", error=repr(error), count=len(messages), retry_in=delay)

@@ -63,6 +63,23 @@ def comes_next(position: int, stream_seq: int, first_after_position: int | None)
 
 
 @dataclass(frozen=True)
+class Stream:
+    """The event stream as it is now: its identity (creation time) and the last sequence it holds."""
+
+    created: str
+    last_seq: int
+
+
+def is_new_stream(position: int, recorded_in: str | None, stream: Stream) -> bool:
+    """Whether the recorded `position` counts in another stream than `stream` (a restore into a new data dir
+    starts an empty one): it was recorded in a stream created at another time, or lies beyond every sequence
+    this stream holds. Its events are then all new to the webhooks, from the first."""
+    if recorded_in is not None and recorded_in != stream.created:
+        return True
+    return stream.last_seq < position
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with jitter, for at most `give_up_after` seconds after the first attempt."""
 

@@ -118,10 +118,31 @@ async def set_status(connection: AsyncConnection, webhook_id: str, status: str) 
     await connection.execute(update(webhooks).where(webhooks.c.webhook_id == webhook_id).values(**values))
 
 
-async def lock_position(connection: AsyncConnection) -> int:
-    """The last stream sequence recorded, locked: one replica records at a time, in stream order."""
-    row = await connection.execute(select(webhook_ingest.c.stream_seq).where(webhook_ingest.c.id == 1).with_for_update())
-    return row.scalar_one()
+async def lock_position(connection: AsyncConnection) -> Row:
+    """The last stream sequence recorded (`stream_seq`) and the stream it counts in (`stream_created`), locked:
+    one replica records at a time, in stream order."""
+    i = webhook_ingest
+    return (await connection.execute(select(i.c.stream_seq, i.c.stream_created).where(i.c.id == 1)
+                                     .with_for_update())).one()
+
+
+async def set_stream(connection: AsyncConnection, created: str) -> None:
+    await connection.execute(update(webhook_ingest).where(webhook_ingest.c.id == 1).values(stream_created=created))
+
+
+async def start_new_stream(connection: AsyncConnection, created: str) -> int:
+    """Count from a new stream's first event: every sequence recorded in the old one (events, deliveries,
+    webhooks' starting points) moves down to zero or below, so the new stream's come after them all and a
+    webhook registered before receives every one of them; the position goes back to 0. Returns the shift."""
+    i, e, d, w = webhook_ingest, webhook_events, webhook_deliveries, webhooks
+    shift = (await connection.execute(select(func.greatest(
+        select(i.c.stream_seq).where(i.c.id == 1).scalar_subquery(),
+        select(func.max(e.c.stream_seq)).scalar_subquery(),
+        select(func.max(w.c.start_after_seq)).scalar_subquery())))).scalar_one()
+    for table, column in ((e, e.c.stream_seq), (d, d.c.stream_seq), (w, w.c.start_after_seq)):
+        await connection.execute(update(table).values({column.name: column - shift}))
+    await connection.execute(update(i).where(i.c.id == 1).values(stream_seq=0, stream_created=created))
+    return shift
 
 
 async def set_position(connection: AsyncConnection, stream_seq: int) -> None:

@@ -49,9 +49,12 @@ async def register(cmd: RegisterWebhook, ctx: ServiceContext) -> dict[str, Any]:
     webhook_id = str(uuid.uuid4())
     secret = domain.SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
     async with ctx.db.transaction() as connection:
+        ingest = await repo.lock_position(connection)  # first, as recording events takes the two locks
         await repo.lock_registrations(connection)
         # Read under the lock: every event up to here was published before the webhook existed.
-        start_after = await _last_stream_sequence(ctx)
+        stream = await stream_now(ctx.client.broker.connection.jetstream(), ctx.settings.stream_name)
+        await _follow_stream(connection, ingest, stream)  # a new stream's start_after counts in the new one
+        start_after = stream.last_seq
         await repo.insert_webhook(connection, webhook_id=webhook_id, url=cmd.url, case_id=cmd.case_id,
                                   company_id=cmd.company_id, types=list(cmd.types), secret=secret,
                                   start_after_seq=start_after, created_by=cmd.actor.name)
@@ -60,9 +63,9 @@ async def register(cmd: RegisterWebhook, ctx: ServiceContext) -> dict[str, Any]:
     return {**_webhook_view(row), "secret": secret}
 
 
-async def _last_stream_sequence(ctx: ServiceContext) -> int:
-    js = ctx.client.broker.connection.jetstream()
-    return (await js.stream_info(ctx.settings.stream_name)).state.last_seq
+async def stream_now(js: Any, stream_name: str) -> domain.Stream:
+    info = await js.stream_info(stream_name)
+    return domain.Stream(info.created.isoformat() if info.created else "", info.state.last_seq)
 
 
 async def list_webhooks(cmd: ListWebhooks, ctx: ServiceContext) -> dict[str, Any]:
@@ -176,14 +179,19 @@ class Recorded:
 
 
 async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, Any] | None]],
-                        first_after: Callable[[int], Awaitable[int | None]]) -> Recorded:
+                        first_after: Callable[[int], Awaitable[int | None]],
+                        stream: Callable[[], Awaitable[domain.Stream]]) -> Recorded:
     """Turn a batch of events (stream sequence, envelope or None when it is no usable event) into
     deliveries for the webhooks each is for, in stream order, in one transaction; idempotent. Stops
-    before an event whose predecessor has not been recorded yet (`first_after` asks the stream)."""
+    before an event whose predecessor has not been recorded yet (`first_after` asks the stream). A batch
+    that does not go on from the position (a redelivery, a gap) asks `stream` whether it is a new stream."""
     made = 0
     async with ctx.db.transaction() as connection:
-        position = await repo.lock_position(connection)
+        ingest = await repo.lock_position(connection)
         await repo.lock_registrations_shared(connection)
+        position = ingest.stream_seq
+        if ingest.stream_created is None or min(seq for seq, _ in batch) != position + 1:
+            position = await _follow_stream(connection, ingest, await stream())
         live = await repo.live_webhooks(connection)
         for stream_seq, envelope in sorted(batch, key=lambda item: item[0]):
             if stream_seq <= position:
@@ -205,6 +213,18 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
                 made += len(receivers)
         await repo.set_position(connection, position)
     return Recorded(position, made)
+
+
+async def _follow_stream(connection: Any, ingest: Any, stream: domain.Stream) -> int:
+    """The position to go on from in `stream`, under the position lock: 0 when it is a new stream."""
+    if domain.is_new_stream(ingest.stream_seq, ingest.stream_created, stream):
+        shift = await repo.start_new_stream(connection, stream.created)
+        log.warning("event_stream_new", recorded_position=ingest.stream_seq, recorded_stream=ingest.stream_created,
+                    stream_created=stream.created, stream_last_seq=stream.last_seq, earlier_sequences_less=shift)
+        return 0
+    if ingest.stream_created is None:
+        await repo.set_stream(connection, stream.created)
+    return ingest.stream_seq
 
 
 @dataclass(frozen=True)

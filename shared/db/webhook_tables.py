@@ -51,6 +51,8 @@ webhook_ingest = Table(  # writer: webhooks — one row: the last stream sequenc
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("stream_seq", BigInteger, nullable=False),
+    # Which stream `stream_seq` counts in: its creation time as JetStream reports it (None: not known yet).
+    Column("stream_created", Text),
     CheckConstraint("id = 1", name="one_row"),
 )
 
