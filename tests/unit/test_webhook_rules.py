@@ -10,12 +10,14 @@ from standardwebhooks import Webhook as Verifier
 
 from services.webhooks.domain import (
     RetryPolicy,
+    Stream,
     Webhook,
     accepted,
     aggregate_of,
     check_url,
     comes_next,
     excerpt,
+    is_new_stream,
     outcome,
     refused_address,
 )
@@ -56,6 +58,13 @@ def test_events_are_recorded_in_stream_order_and_a_gap_only_where_the_stream_has
     assert not comes_next(4, 7, first_after_position=5), "5 and 6 are still out: 7 waits for them"
     assert comes_next(4, 7, first_after_position=7), "5 and 6 are gone from the stream (retention)"
     assert comes_next(0, 120, first_after_position=None)
+
+
+def test_a_position_counts_in_the_stream_it_was_recorded_in_and_one_beyond_the_stream_is_of_another():
+    assert not is_new_stream(52, "2025-01-01T00:00:00+00:00", Stream("2025-01-01T00:00:00+00:00", 60))
+    assert is_new_stream(52, "2025-01-01T00:00:00+00:00", Stream("2025-03-01T00:00:00+00:00", 60)), "made since"
+    assert is_new_stream(52, None, Stream("2025-03-01T00:00:00+00:00", 3)), "unknown stream, fewer events than seen"
+    assert not is_new_stream(52, None, Stream("2025-03-01T00:00:00+00:00", 52))
 
 
 def test_retries_back_off_exponentially_with_jitter_up_to_the_cap():
