@@ -161,7 +161,8 @@ def _webhook_view(row: Any) -> dict[str, Any]:
 def _delivery_view(row: Any) -> dict[str, Any]:
     return {
         "eventId": row.event_id, "eventType": row.event_type, "revision": row.revision,
-        "streamSequence": row.stream_seq, "status": row.status, "attempts": row.attempts,
+        # An event of the stream before a restore (counted at 0 or below since): no sequence of the stream now.
+        "streamSequence": row.stream_seq if row.stream_seq > 0 else None, "status": row.status, "attempts": row.attempts,
         "responseCode": row.response_code, "latencyMs": row.latency_ms, "lastError": row.last_error,
         "firstAttemptAt": _when(row.first_attempt_at), "lastAttemptAt": _when(row.last_attempt_at),
         "nextAttemptAt": _when(row.next_attempt_at) if row.status == "pending" else None,

@@ -70,6 +70,7 @@ async def test_events_of_a_new_stream_are_delivered_once_though_the_position_rec
         assert set(sent) == {e["id"] for e in old + new}
         assert max(sent.values()) == 1, "no event was sent twice"
         assert [d["eventId"] for d in log] == [e["id"] for e in old + new], "the new stream's events come after"
+        assert [d["streamSequence"] for d in log] == [None] * len(old) + [e["seq"] for e in new]
         assert "event_stream_new" in services.log_of(second)
     finally:
         services.stop_all()
