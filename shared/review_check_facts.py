@@ -1,7 +1,8 @@
 """What the review checks read, in one statement on whichever connection the caller holds (staging's one
 extra round trip; review's when a reviewer opens a proposal): the active sources the items cite, the active
 claims they name with each one's active sources, the case's active supports edges, and the active sources
-whose URL is one of the items'; and the day (UTC) they run on."""
+whose stored `url_key` is one of the items' URLs normalised (`search_text.normalise_url`, as `url_key` was
+written); and the day (UTC) they run on."""
 
 from __future__ import annotations
 
@@ -12,11 +13,7 @@ from typing import Any
 from shared.db.raw import fetch
 from shared.review_checks import CheckFacts, ClaimFact, SourceFact, wanted
 
-NORMALISED_URL = r"""rtrim(split_part(regexp_replace(regexp_replace(btrim(s.url), '^[A-Za-z][A-Za-z0-9+.-]*://(www\.)?', '', 'i'),
-  '^([^/]*)', lower(split_part(regexp_replace(btrim(s.url), '^[A-Za-z][A-Za-z0-9+.-]*://(www\.)?', '', 'i'), '/', 1))),
-  '#', 1), '/')"""
-
-CHECK_FACTS = f"""
+CHECK_FACTS = """
 SELECT 'source' AS part, s.source_id AS a, s.type AS b, s.publisher AS c, s.publication_date AS d, NULL AS e
   FROM sources s WHERE s.case_id = $1 AND s.status = 'active' AND s.source_id = ANY($2::text[])
 UNION ALL
@@ -30,9 +27,8 @@ UNION ALL
 SELECT 'supports', r.source_claim_id, r.target_claim_id, NULL, NULL, NULL
   FROM relations r WHERE r.case_id = $1 AND r.status = 'active' AND r.type = 'supports' AND $5
 UNION ALL
-SELECT 'url', s.source_id, {NORMALISED_URL}, NULL, NULL, NULL
-  FROM sources s WHERE s.case_id = $1 AND s.status = 'active' AND cardinality($4::text[]) > 0
-    AND {NORMALISED_URL} = ANY($4::text[])
+SELECT 'url', s.source_id, s.url_key, NULL, NULL, NULL
+  FROM sources s WHERE s.case_id = $1 AND s.url_key = ANY($4::text[]) AND s.status = 'active'
 """
 
 

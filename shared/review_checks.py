@@ -17,6 +17,7 @@ from typing import Any
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictClaim, VerdictPatch
 from shared.grounding import label
 from shared.health import origin
+from shared.search_text import normalise_url
 
 WARNING, INFO = "warning", "info"
 FLAGS_CAP = 50  # flags shown per proposal: a stage answer stays bounded
@@ -61,14 +62,6 @@ def years_in(text: str) -> list[int]:
     return [int(y) for y in YEAR.findall(text)]
 
 
-def normalised_url(url: str) -> str:
-    """The same page written with another scheme, `www.`, case of host, fragment or trailing slash."""
-    found = re.sub(r"^[a-z][a-z0-9+.-]*://(www\.)?", "", url.strip(), flags=re.IGNORECASE)
-    found = found.split("#", 1)[0]
-    host, _, rest = found.partition("/")
-    return (host.lower() + ("/" + rest if rest else "")).rstrip("/")
-
-
 @dataclass(frozen=True)
 class SourceFact:
     source_id: str
@@ -93,7 +86,7 @@ class CheckFacts:
     sources: dict[str, SourceFact] = field(default_factory=dict)  # active sources the items cite
     claims: dict[str, ClaimFact] = field(default_factory=dict)  # active claims the items name, with their sources
     supports: list[tuple[str, str]] = field(default_factory=list)  # the case's active supports edges
-    urls: dict[str, list[str]] = field(default_factory=dict)  # normalised URL -> active sources with it
+    urls: dict[str, list[str]] = field(default_factory=dict)  # normalise_url -> active sources with it
     today: date | None = None  # the day the checks run (a prediction's year may have passed by then)
 
 
@@ -124,7 +117,7 @@ def wanted(items: Sequence[Any]) -> tuple[set[str], set[str], set[str]]:
         elif isinstance(item, MergeGroupItem):
             claim_ids.update(item.member_claim_ids)
         elif isinstance(item, SourceItem):
-            urls.add(normalised_url(item.url))
+            urls.add(normalise_url(item.url))
     return source_ids, claim_ids, urls
 
 
@@ -231,7 +224,7 @@ def _verdict(item: VerdictPatch, facts: CheckFacts) -> list[tuple[str, str]]:
 
 def _source(item: SourceItem, facts: CheckFacts) -> list[tuple[str, str]]:
     found = []
-    same = [s for s in facts.urls.get(normalised_url(item.url), []) if s != item.id]
+    same = [s for s in facts.urls.get(normalise_url(item.url), []) if s != item.id]
     if same:
         found.append(("source-url-restaged", f"canonical source {same[0]} has this URL; cite it instead"))
     if item.publication_date[:4].isdigit() and item.snapshot_date < item.publication_date:

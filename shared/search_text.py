@@ -78,15 +78,31 @@ def normalise(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+# Query parameters that say how a reader arrived (campaign tags, click ids), never which page: a URL is the same
+# page without them. Any `utm_*` parameter, and these names.
+TRACKING_PARAMETERS = frozenset({"fbclid", "gclid", "dclid", "msclkid", "mc_cid", "mc_eid", "igshid", "_ga"})
+
+
+def _tracking(parameter: str) -> bool:
+    name = parameter.partition("=")[0].lower()
+    return name.startswith("utm_") or name in TRACKING_PARAMETERS
+
+
 def normalise_url(url: str) -> str:
-    """A source's URL as duplicates are compared: no scheme, `www.`, fragment, default port or trailing slash;
-    the host lowercased; the query kept."""
+    """A source's URL as duplicates are compared and the ledger keys it (`sources.url_key`): no scheme, `www.`,
+    fragment, default port (80, 443) or trailing slash; the host lowercased; the query without tracking parameters
+    (`TRACKING_PARAMETERS`), the others sorted, as written."""
     parts = urlsplit(url.strip())
     host = (parts.hostname or "").lower().removeprefix("www.")
-    if parts.port and parts.port not in (80, 443):
-        host = f"{host}:{parts.port}"
+    try:
+        port = parts.port
+    except ValueError:  # not a number: no port to keep
+        port = None
+    if port and port not in (80, 443):
+        host = f"{host}:{port}"
     path = parts.path.rstrip("/")
-    return f"{host}{path}" + (f"?{parts.query}" if parts.query else "")
+    query = "&".join(sorted(p for p in parts.query.split("&") if p and not _tracking(p)))
+    return f"{host}{path}" + (f"?{query}" if query else "")
 
 
 def duplicate_key(kind: str, payload: Mapping[str, Any]) -> str | None:

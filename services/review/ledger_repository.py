@@ -32,6 +32,7 @@ from shared.grounding import grounding_for
 from shared.health import Basis, Rating
 from shared.ledger import ACTIVE, VERDICT, LedgerFacts, Provenance, References
 from shared.review_checks import CheckFacts
+from shared.search_text import normalise_url
 
 
 def _provenance(provenance: Provenance) -> dict[str, Any]:
@@ -84,6 +85,7 @@ class SqlLedger:
         await self.connection.execute(insert(sources), [
             {
                 "case_id": case_id, "source_id": s.id, "publisher": s.publisher, "title": s.title, "url": s.url,
+                "url_key": normalise_url(s.url),
                 "publication_date": s.publication_date, "snapshot_date": s.snapshot_date, "type": s.type,
                 "authority": s.authority, "evidence_text": s.evidence_text, "provenance_note": s.provenance_note,
                 "transcriptions": [t.model_dump() for t in getattr(s, "transcriptions", [])],

@@ -64,6 +64,7 @@ sources = Table(  # writer: review
     Column("publisher", Text, nullable=False),
     Column("title", Text, nullable=False),
     Column("url", Text, nullable=False),
+    Column("url_key", Text, nullable=False),  # the URL as duplicates compare it (shared/search_text.normalise_url)
     Column("publication_date", Text, nullable=False),
     Column("snapshot_date", Text, nullable=False),
     Column("type", Text, nullable=False),
@@ -75,6 +76,7 @@ sources = Table(  # writer: review
     *_retirement(),
     PrimaryKeyConstraint("case_id", "source_id"),
 )
+Index("ix_sources_url_key", sources.c.case_id, sources.c.url_key)  # a source staged again (review checks)
 
 claims = Table(  # writer: review
     "claims",

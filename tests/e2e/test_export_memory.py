@@ -35,10 +35,11 @@ FILL = [
     """INSERT INTO change_log (case_id, revision, decision_id, actor, summary, changes, at)
        SELECT :case, r, md5('d' || r)::uuid, 'rita', 'rita accepted 100 item(s)', '{}'::jsonb, now()
        FROM generate_series(1, :revisions) r""",
-    """INSERT INTO sources (case_id, source_id, publisher, title, url, publication_date, snapshot_date, type, authority,
-                            evidence_text, provenance_note, proposal_id, staged_by, staged_at, decision_id, decided_by,
-                            decided_at, revision)
+    """INSERT INTO sources (case_id, source_id, publisher, title, url, url_key, publication_date, snapshot_date, type,
+                            authority, evidence_text, provenance_note, proposal_id, staged_by, staged_at, decision_id,
+                            decided_by, decided_at, revision)
        SELECT :case, 's' || i, 'Publisher ' || (i % 40), 'Record number ' || i, 'https://example.org/r/' || i,
+              'example.org/r/' || i,
               '2024-05-01', '2026-11-01', 'primary', 'Its own measurements.', repeat('Evidence. ', 100), 'Bulk.',
               md5('p' || (1 + i % :revisions))::uuid, 'agent-' || (i % 8), now(), md5('d' || (1 + i % :revisions))::uuid,
               'rita', now(), 1 + i % :revisions

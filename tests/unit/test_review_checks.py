@@ -10,7 +10,8 @@ from pydantic import ValidationError
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictPatch
 from shared.grounding import label
 from shared.health import independent_origins
-from shared.review_checks import CHECKS, CheckFacts, ClaimFact, SourceFact, evaluate, normalised_url, years_in
+from shared.review_checks import CHECKS, CheckFacts, ClaimFact, SourceFact, evaluate, years_in
+from shared.search_text import normalise_url
 from shared.settings import Settings
 from tests.factories import claim_item, merge_item, relation_item, source_item, verdict_claim
 
@@ -100,9 +101,9 @@ def test_verdict_whose_bases_all_share_one_origin():
 
 
 def test_source_staged_again_under_a_new_id_with_a_canonical_url():
-    again = SourceItem.model_validate(source_item("grid-again", url="http://www.Grid.example/2023/#top"))
-    found = facts(urls={normalised_url(PRIMARY.url): ["grid-2023"]})
-    assert normalised_url(again.url) == normalised_url(PRIMARY.url) == "grid.example/2023"
+    again = SourceItem.model_validate(source_item("grid-again", url="http://www.Grid.example:443/2023/?utm_source=x#top"))
+    found = facts(urls={normalise_url(PRIMARY.url): ["grid-2023"]})
+    assert normalise_url(again.url) == normalise_url(PRIMARY.url) == "grid.example/2023"
     flags = evaluate([again], found)
     assert [f.check for f in flags] == ["source-url-restaged"] and "grid-2023" in flags[0].message
     assert checks([SourceItem.model_validate(source_item("other", url="https://grid.example/2024"))], found) == set()

@@ -34,6 +34,19 @@ def test_urls_normalise_across_scheme_host_case_www_slash_and_fragment():
     assert normalise_url("https://example.org/A") != normalise_url("https://example.org/a")  # paths keep case
 
 
+def test_urls_normalise_without_tracking_parameters_and_with_the_others_in_one_order():
+    same = {normalise_url(u) for u in (
+        "https://x.org/grid-outlook", "https://x.org/grid-outlook?utm_source=x",
+        "https://www.x.org:443/grid-outlook/?utm_source=news&utm_medium=email&fbclid=abc#top",
+        "http://x.org/grid-outlook?gclid=1&dclid=2&msclkid=3&mc_cid=4&mc_eid=5&igshid=6&_ga=7&UTM_Campaign=8")}
+    assert same == {"x.org/grid-outlook"}
+    assert normalise_url("https://x.org/a?year=2024&page=2&utm_source=x") == \
+        normalise_url("https://x.org/a?page=2&year=2024") == "x.org/a?page=2&year=2024"
+    assert normalise_url("https://x.org/a?page=2&utm=keep") == "x.org/a?page=2&utm=keep"  # only utm_* is tracking
+    assert normalise_url("https://x.org:8443/a") == "x.org:8443/a" != normalise_url("https://x.org/a")
+    assert normalise_url("https://x.org:port/a") == "x.org/a"  # a port that is no number is not kept
+
+
 def test_search_reads_text_without_accents_whatever_letters_carry_them_and_leaves_plain_text_as_it_is():
     assert plain("Zürich, São Paulo, Nestlé, Kraków, Łódź, Øresund, Straße, Æsir, ﬁnance") == \
         "Zurich, Sao Paulo, Nestle, Krakow, Lodz, Oresund, Strasse, AEsir, finance"

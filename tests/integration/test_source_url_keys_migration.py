@@ -1,0 +1,74 @@
+"""Migration 0022 stores each ledger source's URL key (`sources.url_key`, by `normalise_url`: tracking parameters
+dropped, the others sorted) and recomputes the duplicate keys of indexed sources, ledger and pending, by the same
+rule; its downgrade recomputes them by the rule before and drops the column."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from sqlalchemy import text
+
+from services.cli.bench.search_corpus import Claim
+from services.cli.bench.search_fill import fill_case
+from services.projection.search_index import IndexRow, SqlSearchIndex
+from shared.db.migrate import downgrade, upgrade
+from shared.db.session import Database
+from shared.search_text import normalise_url
+from tests.factories import source_item
+
+LEDGER = [Claim(f"c{n}", f"Heat pumps cut emissions, register {n}.") for n in range(51)]  # 3 sources
+URLS = {"s-00000": "https://www.x.org/grid-outlook/?utm_source=x&fbclid=1", "s-00001": "https://x.org:443/a?year=2024&page=2",
+        "s-00002": "https://x.org:8443/b"}
+PENDING = source_item("s-new", url="http://x.org/grid-outlook?utm_medium=email#top")
+# The keys `normalise_url` wrote before 0022 (the query kept as written).
+BEFORE = {"s-00000": "x.org/grid-outlook?utm_source=x&fbclid=1", "s-00001": "x.org/a?year=2024&page=2",
+          "s-00002": "x.org:8443/b", "s-new": "x.org/grid-outlook?utm_medium=email"}
+AFTER = {"s-00000": "x.org/grid-outlook", "s-00001": "x.org/a?page=2&year=2024", "s-00002": "x.org:8443/b",
+         "s-new": "x.org/grid-outlook"}
+DUP_KEYS = "SELECT record_id, dup_key FROM search_records WHERE case_id = 'urls' AND kind = 'source'"
+COLUMN = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+          "AND table_name = 'sources' AND column_name = 'url_key'")
+
+
+async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_without_tracking_and_back(servers):
+    url = await servers.create_database()
+    db = Database.from_url(url, pool_size=1)
+    try:
+        await upgrade(db.engine)
+        await fill_case(db, "urls", LEDGER)  # through the ledger's write path, which needs url_key
+        await downgrade(db.engine, "0021")
+        proposal = str(uuid.uuid4())
+        async with db.engine.begin() as connection:
+            for source_id, address in URLS.items():
+                await connection.execute(text("UPDATE sources SET url = :u WHERE case_id = 'urls' AND source_id = :s"),
+                                         {"u": address, "s": source_id})
+            await connection.execute(text(  # a pending source, indexed as the projection indexes one
+                "INSERT INTO proposals (proposal_id, case_id, kind, pinned_revision, agent_name, item_count) "
+                "VALUES (:p, 'urls', 'sources', 1, 'agent', 1)"), {"p": proposal})
+            await connection.execute(text(
+                "INSERT INTO proposal_items (proposal_id, item_id, position, payload) "
+                "VALUES (:p, 's-new', 0, CAST(:payload AS jsonb))"), {"p": proposal, "payload": json.dumps(PENDING)})
+            await SqlSearchIndex(connection).add("urls", [IndexRow(
+                "source", "s-new", proposal, "pending", PENDING["title"], PENDING["title"], BEFORE["s-new"])])
+            for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0022
+                await connection.execute(text("UPDATE search_records SET dup_key = :k WHERE case_id = 'urls' "
+                                              "AND kind = 'source' AND record_id = :r"), {"k": key, "r": record_id})
+
+        async def read(query: str) -> dict[str, str]:
+            async with db.engine.connect() as connection:
+                return dict((await connection.execute(text(query))).all())
+
+        assert await read(DUP_KEYS) == BEFORE
+        await upgrade(db.engine)
+        assert await read(DUP_KEYS) == AFTER == {s: normalise_url(u) for s, u in (URLS | {"s-new": PENDING["url"]}).items()}
+        assert await read("SELECT source_id, url_key FROM sources WHERE case_id = 'urls'") == {
+            s: AFTER[s] for s in URLS}
+
+        await downgrade(db.engine, "0021")
+        assert await read(DUP_KEYS) == BEFORE
+        async with db.engine.connect() as connection:
+            assert (await connection.execute(text(COLUMN))).scalar() == 0
+    finally:
+        await db.dispose()
+        await servers.drop_database(url)
