@@ -399,11 +399,20 @@ async def test_staging_a_restated_claim_flags_it_and_the_proposal_shows_it(stack
                                                                  "status": "canonical"}
         assert 0.7 <= flag["similarity"] <= 1
 
-        # A staged source with a known URL (spelt differently) is flagged too; and a pending claim counts.
-        again = await agent.stage("stage_sources", sources=[source_item(
-            "s-again", url=f"https://www.Example.org/{made['sources'][0]}/#top")])
-        assert again["possibleDuplicates"] == [{"itemId": "s-again", "similarity": 1.0, "of": {
-            "kind": "source", "id": made["sources"][0], "status": "canonical"}}]
+        # A staged source with a known URL (spelt differently: `www.`, port 443, tracking parameters, parameters in
+        # another order) is flagged too, and the review check says so; and a pending claim counts.
+        await agent.accepted("stage_sources", sources=[source_item(
+            "s-outlook", url="https://x.org/grid-outlook?year=2024&page=2")])
+        again = await agent.stage("stage_sources", sources=[
+            source_item("s-again", url=f"https://www.Example.org/{made['sources'][0]}/#top"),
+            source_item("s-tracked", url="https://www.x.org:443/grid-outlook/?page=2&utm_source=x&fbclid=1&year=2024")])
+        assert again["possibleDuplicates"] == [
+            {"itemId": "s-again", "similarity": 1.0, "of": {"kind": "source", "id": made["sources"][0],
+                                                            "status": "canonical"}},
+            {"itemId": "s-tracked", "similarity": 1.0, "of": {"kind": "source", "id": "s-outlook",
+                                                              "status": "canonical"}}]
+        assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [
+            ("s-again", "source-url-restaged"), ("s-tracked", "source-url-restaged")]
         await wait_until_published(stack.db)
         await wait_until_projected(stack.settings)  # pending items are indexed from the staged event
         third = await agent.stage("stage_claims", claims=[claim_item("c-third", made["sources"], text=restated)])

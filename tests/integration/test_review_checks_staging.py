@@ -57,11 +57,20 @@ async def test_checks_in_the_stage_answer_stored_and_beside_the_item_for_the_rev
 
 async def test_a_source_restaged_with_a_canonical_url_and_a_support_cycle_through_postgres(stack):
     async with agent_session(stack) as agent:
-        await agent.accepted("stage_sources", sources=[source_item("grid", url="https://grid.example/Report/")])
+        await agent.accepted("stage_sources", sources=[source_item("grid", url="https://grid.example/Report/"),
+                                                       source_item("tables", url="https://grid.example/t?year=2024&page=2")])
         again = await agent.stage("stage_sources", sources=[
             source_item("grid-copy", url="http://WWW.grid.example/Report#summary"),
-            source_item("other", url="https://grid.example/report-2")])
-        assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [("grid-copy", "source-url-restaged")]
+            source_item("grid-tracked", url="https://www.grid.example:443/Report?utm_source=news&utm_medium=email&gclid=1"),
+            source_item("tables-copy", url="https://grid.example/t/?page=2&year=2024&fbclid=x")])
+        assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [
+            ("grid-copy", "source-url-restaged"), ("grid-tracked", "source-url-restaged"),
+            ("tables-copy", "source-url-restaged")]
+        assert "tables" in again["reviewChecks"][2]["message"]
+        others = await agent.stage("stage_sources", sources=[
+            source_item("other", url="https://grid.example/report-2"),
+            source_item("other-page", url="https://grid.example/t?year=2024&page=3")])
+        assert others["reviewChecks"] == []
 
         await agent.accepted("stage_claims", claims=[claim_item(c, ["grid"]) for c in ("a", "b", "c")])
         await agent.accepted("stage_relations", relations=[relation_item("ab", "a", "b"), relation_item("bc", "b", "c")])
