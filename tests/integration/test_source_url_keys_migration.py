@@ -1,4 +1,4 @@
-"""Migration 0022 stores each ledger source's URL key (`sources.url_key`, by `normalise_url`: tracking parameters
+"""Migration 0023 stores each ledger source's URL key (`sources.url_key`, by `normalise_url`: tracking parameters
 dropped, the others sorted) and recomputes the duplicate keys of indexed sources, ledger and pending, by the same
 rule; its downgrade recomputes them by the rule before and drops the column."""
 
@@ -21,7 +21,7 @@ LEDGER = [Claim(f"c{n}", f"Heat pumps cut emissions, register {n}.") for n in ra
 URLS = {"s-00000": "https://www.x.org/grid-outlook/?utm_source=x&fbclid=1", "s-00001": "https://x.org:443/a?year=2024&page=2",
         "s-00002": "https://x.org:8443/b"}
 PENDING = source_item("s-new", url="http://x.org/grid-outlook?utm_medium=email#top")
-# The keys `normalise_url` wrote before 0022 (the query kept as written).
+# The keys `normalise_url` wrote before 0023 (the query kept as written).
 BEFORE = {"s-00000": "x.org/grid-outlook?utm_source=x&fbclid=1", "s-00001": "x.org/a?year=2024&page=2",
           "s-00002": "x.org:8443/b", "s-new": "x.org/grid-outlook?utm_medium=email"}
 AFTER = {"s-00000": "x.org/grid-outlook", "s-00001": "x.org/a?page=2&year=2024", "s-00002": "x.org:8443/b",
@@ -37,7 +37,7 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
     try:
         await upgrade(db.engine)
         await fill_case(db, "urls", LEDGER)  # through the ledger's write path, which needs url_key
-        await downgrade(db.engine, "0021")
+        await downgrade(db.engine, "0022")
         proposal = str(uuid.uuid4())
         async with db.engine.begin() as connection:
             for source_id, address in URLS.items():
@@ -51,7 +51,7 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
                 "VALUES (:p, 's-new', 0, CAST(:payload AS jsonb))"), {"p": proposal, "payload": json.dumps(PENDING)})
             await SqlSearchIndex(connection).add("urls", [IndexRow(
                 "source", "s-new", proposal, "pending", PENDING["title"], PENDING["title"], BEFORE["s-new"])])
-            for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0022
+            for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0023
                 await connection.execute(text("UPDATE search_records SET dup_key = :k WHERE case_id = 'urls' "
                                               "AND kind = 'source' AND record_id = :r"), {"k": key, "r": record_id})
 
@@ -65,7 +65,7 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
         assert await read("SELECT source_id, url_key FROM sources WHERE case_id = 'urls'") == {
             s: AFTER[s] for s in URLS}
 
-        await downgrade(db.engine, "0021")
+        await downgrade(db.engine, "0022")
         assert await read(DUP_KEYS) == BEFORE
         async with db.engine.connect() as connection:
             assert (await connection.execute(text(COLUMN))).scalar() == 0

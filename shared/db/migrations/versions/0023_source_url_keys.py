@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 from alembic import op
 
-revision, down_revision = '0022', '0021'
+revision, down_revision = '0023', '0022'
 
 _BATCH = 2000
 _SOURCE_URLS = """
