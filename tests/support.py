@@ -37,6 +37,7 @@ from shared.settings import Settings
 from shared.streams import projection_stream_name
 from shared.subjects import BACKEND_SERVICES, Subjects
 from tests.auth_nats import AuthNats, claim
+from tests.processes import clean_environment
 
 T = TypeVar("T")
 
@@ -272,15 +273,14 @@ class Stack:
 
     def environment(self) -> dict[str, str]:
         """The environment a `threadline` subprocess needs to reach this deployment."""
-        return {
-            **{k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")},
-            "THREADLINE_DATABASE_URL": self.settings.resolved_database_url(),
-            "THREADLINE_NATS_URL": self.settings.resolved_nats_url(),
-            "THREADLINE_NATS_PREFIX": self.settings.nats_prefix,
-            "THREADLINE_DATA_DIR": str(self.settings.data_dir),
-            "THREADLINE_LOG_LEVEL": "INFO",
-            "THREADLINE_RELAY_POLL_INTERVAL": "0.2",
-        }
+        return clean_environment(
+            THREADLINE_DATABASE_URL=self.settings.resolved_database_url(),
+            THREADLINE_NATS_URL=self.settings.resolved_nats_url(),
+            THREADLINE_NATS_PREFIX=self.settings.nats_prefix,
+            THREADLINE_DATA_DIR=str(self.settings.data_dir),
+            THREADLINE_LOG_LEVEL="INFO",
+            THREADLINE_RELAY_POLL_INTERVAL="0.2",
+        )
 
     def subscriber_url(self) -> str:
         """The NATS URL with the subscriber's credentials in it, as `up` hands it to a downstream system."""

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,8 +15,7 @@ import httpx2
 import psutil
 
 from services.cli.embedded import free_port
-
-THREADLINE = Path(sys.executable).parent / "threadline"
+from tests.processes import THREADLINE, clean_environment
 
 
 @dataclass
@@ -80,9 +77,8 @@ class RunningSystem:
 
 def start_system(data_dir: Path, *, demo: bool = False, env: dict[str, str] | None = None,
                  timeout: float = 120, args: tuple[str, ...] = ()) -> RunningSystem:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    environment.update({"THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_LOG_LEVEL": "INFO"})
-    environment.update(env or {})
+    environment = {**clean_environment(THREADLINE_HTTP_PORT=str(free_port()), THREADLINE_LOG_LEVEL="INFO"),
+                   **(env or {})}
     process = subprocess.Popen(
         [str(THREADLINE), "up", "--data-dir", str(data_dir), "--demo" if demo else "--no-demo", *args],
         stdout=subprocess.PIPE,

@@ -22,6 +22,7 @@ from services.cli.embedded import free_port
 from shared.spec import SPEC_DIR, SPEC_FILES
 from tests.e2e.system import start_system
 from tests.factories import source_item
+from tests.processes import THREADLINE, clean_environment, threadline
 
 pytestmark = pytest.mark.e2e
 
@@ -242,24 +243,17 @@ async def test_one_correlation_id_follows_a_call_from_the_gateway_into_the_servi
 async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_the_data_dir(system, data_dir):
     from mcp import StdioServerParameters
 
-    from tests.e2e.system import THREADLINE
-
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
     server = StdioServerParameters(command=str(THREADLINE), args=["serve", "gateway", "--stdio", "--data-dir",
                                                                   str(data_dir)],
-                                   env={**environment, "THREADLINE_TOKEN": system.credentials["agent"]})
+                                   env=clean_environment(THREADLINE_TOKEN=system.credentials["agent"]))
     async with Client(server) as client:
         workspace = await client.call_tool("get_workspace", {})
     assert workspace.structured_content["caseId"] == "skeleton"
 
 
 def test_a_second_up_on_the_same_data_dir_is_refused_and_leaves_the_first_running(system, data_dir):
-    from tests.e2e.system import THREADLINE
-
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    second = subprocess.run([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
-                            env={**environment, "THREADLINE_HTTP_PORT": str(free_port())},
-                            capture_output=True, text=True, timeout=60)
+    second = threadline("up", "--data-dir", str(data_dir), "--no-demo",
+                        env=clean_environment(THREADLINE_HTTP_PORT=str(free_port())))
     assert second.returncode == 1
     assert f"in use by another `threadline up` (pid {system.process.pid})" in second.stderr
     assert (data_dir / "runtime.json").exists() and system.process.poll() is None
@@ -309,18 +303,14 @@ def test_a_kept_nats_port_held_by_a_stranger_is_refused_naming_the_holder(system
     """After the system above stopped: its data dir keeps its NATS port, and says who took it."""
     import socket
 
-    from tests.e2e.system import THREADLINE
-
     assert system.process.poll() is not None
     port = json.loads((data_dir / "nats" / "port.json").read_text())["port"]
     with socket.socket() as stranger:
         stranger.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         stranger.bind(("127.0.0.1", port))
         stranger.listen()
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-        done = subprocess.run([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
-                              env={**environment, "THREADLINE_HTTP_PORT": str(free_port())}, capture_output=True,
-                              text=True, timeout=60)
+        done = threadline("up", "--data-dir", str(data_dir), "--no-demo",
+                          env=clean_environment(THREADLINE_HTTP_PORT=str(free_port())))
     assert done.returncode == 1
     assert f"port {port}" in done.stderr and f"in use by pid {os.getpid()}" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -375,12 +365,9 @@ def test_killing_up_outright_or_closing_its_terminal_leaves_no_process(tmp_path)
 
 
 def test_ctrl_c_while_starting_stops_at_once_and_leaves_no_process(tmp_path):
-    from tests.e2e.system import THREADLINE
-
     data_dir = tmp_path / "interrupted"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
     process = subprocess.Popen([str(THREADLINE), "up", "--data-dir", str(data_dir), "--no-demo"],
-                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               env=clean_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
     while not (data_dir / "postgres").exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # PostgreSQL is being created: the slowest step of a first start
@@ -393,14 +380,10 @@ def test_ctrl_c_while_starting_stops_at_once_and_leaves_no_process(tmp_path):
 
 
 def test_an_unreachable_database_is_one_clear_line_not_a_traceback(tmp_path):
-    from tests.e2e.system import THREADLINE
-
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    done = subprocess.run(
-        [str(THREADLINE), "up", "--data-dir", str(tmp_path / "data"), "--no-demo"],
-        env={**environment, "THREADLINE_DATABASE_URL": "postgresql://someone:hunter2@127.0.0.1:1/nowhere",
-             "THREADLINE_HTTP_PORT": str(free_port())},
-        capture_output=True, text=True, timeout=60)
+    done = threadline(
+        "up", "--data-dir", str(tmp_path / "data"), "--no-demo",
+        env=clean_environment(THREADLINE_DATABASE_URL="postgresql://someone:hunter2@127.0.0.1:1/nowhere",
+                              THREADLINE_HTTP_PORT=str(free_port())))
     assert done.returncode == 1
     assert "could not migrate the database" in done.stderr and "127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr and "hunter2" not in done.stderr + done.stdout
@@ -409,17 +392,12 @@ def test_an_unreachable_database_is_one_clear_line_not_a_traceback(tmp_path):
 
 def test_up_refuses_a_port_in_use_with_a_clear_message(tmp_path):
     import socket
-    import subprocess
-
-    from tests.e2e.system import THREADLINE
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-        done = subprocess.run([str(THREADLINE), "up", "--data-dir", str(tmp_path / "data"), "--no-demo"],
-                              env={**environment, "THREADLINE_HTTP_PORT": str(port)}, capture_output=True,
-                              text=True, timeout=60)
+        done = threadline("up", "--data-dir", str(tmp_path / "data"), "--no-demo",
+                          env=clean_environment(THREADLINE_HTTP_PORT=str(port)))
     assert done.returncode == 1
     assert f"127.0.0.1:{port} is already in use" in done.stderr and "THREADLINE_HTTP_PORT" in done.stderr
