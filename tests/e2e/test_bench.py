@@ -7,21 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from sqlalchemy import func, select, text
 
 from shared.db.tables import api_tokens, proposals
-
-THREADLINE = Path(sys.executable).parent / "threadline"
+from tests.processes import threadline
 
 
 def bench(stack, *args: str, timeout: float = 180) -> dict:
     environment = {**stack.environment(), "THREADLINE_URL": stack.http_url, "THREADLINE_LOG_LEVEL": "WARNING"}
-    done = subprocess.run([str(THREADLINE), "bench", *args, "--json"], env=environment, capture_output=True,
-                          text=True, timeout=timeout)
+    done = threadline("bench", *args, "--json", env=environment, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 

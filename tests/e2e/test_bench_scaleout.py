@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,10 +18,10 @@ import pytest
 from services.cli.bench.cgroups import CgroupError, check_writable
 from tests.dependencies import missing
 from tests.e2e.system import start_system
+from tests.processes import THREADLINE, threadline
 
 pytestmark = pytest.mark.e2e
 
-THREADLINE = Path(sys.executable).parent / "threadline"
 CGROUPS = Path("/sys/fs/cgroup")
 
 
@@ -116,10 +115,9 @@ def test_ctrl_c_stops_every_process_and_removes_every_cgroup():
 def test_bench_stage_reports_cpu_ms_per_call_of_every_process_and_both_anchors(tmp_path):
     system = start_system(tmp_path / "data")
     try:
-        done = subprocess.run([str(THREADLINE), "bench", "stage", "--agents", "4", "--seconds", "2", "--rounds", "1",
-                               "--settle", "0", "--json", "--data-dir", str(system.data_dir)],
-                              capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "THREADLINE_LOG_LEVEL": "WARNING"})
+        done = threadline("bench", "stage", "--agents", "4", "--seconds", "2", "--rounds", "1", "--settle", "0",
+                          "--json", "--data-dir", str(system.data_dir), timeout=300,
+                          env={**os.environ, "THREADLINE_LOG_LEVEL": "WARNING"})
     finally:
         system.stop()
     assert done.returncode == 0, done.stderr[-2000:]

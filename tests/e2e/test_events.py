@@ -15,14 +15,13 @@ from services.projection.view_repository import SqlViews
 from shared.db.view_tables import case_views
 from tests.events import stream_events, wait_until_projected, wait_until_published
 from tests.factories import agent_session, claim_item, decide, seed, source_item
+from tests.processes import threadline
 
 ROOT = Path(__file__).resolve().parents[2]
-THREADLINE = Path(sys.executable).parent / "threadline"
 
 
 def run(stack, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([str(THREADLINE), *args], env=stack.environment(), capture_output=True, text=True,
-                          timeout=timeout)
+    return threadline(*args, env=stack.environment(), timeout=timeout)
 
 
 async def some_traffic(stack) -> str:

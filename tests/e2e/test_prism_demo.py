@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from services.cli.demo import DEMO_CASE_ID, DEMO_THESIS, DEMO_TICKER
 from services.cli.demo_case import LEFT_PENDING
 from tests.factories import decide, unique
+from tests.processes import threadline
 from tests.support import Stack, new_deployment, remove_deployment
-
-THREADLINE = Path(sys.executable).parent / "threadline"
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +25,7 @@ async def fresh(servers):
 
 
 def demo_load(stack: Stack) -> dict:
-    done = subprocess.run([str(THREADLINE), "demo", "load"], capture_output=True, text=True, timeout=120,
-                          env=stack.environment())
+    done = threadline("demo", "load", env=stack.environment(), timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -33,6 +30,7 @@ from tests.factories import (
     unique,
     verdict_claim,
 )
+from tests.processes import threadline
 
 
 async def test_items_are_decided_one_by_one_and_each_decision_is_one_revision(stack):
@@ -707,13 +705,10 @@ async def test_operators_list_and_revoke_tokens_from_the_cli(stack):
     name = unique("cli-revoked")
     token = await stack.issue_token("reviewer", name)
     env = stack.environment()
-    listed = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token", "list",
-                                                      "--json"], env=env, capture_output=True, text=True, timeout=60)
+    listed = await asyncio.to_thread(threadline, "token", "list", "--json", env=env)
     entry = next(json.loads(line) for line in listed.stdout.splitlines() if json.loads(line)["name"] == name)
     assert token not in listed.stdout and "tokenHash" not in listed.stdout
-    revoked = await asyncio.to_thread(subprocess.run, [str(Path(sys.executable).parent / "threadline"), "token",
-                                                       "revoke", entry["tokenId"]],
-                                      env=env, capture_output=True, text=True, timeout=60)
+    revoked = await asyncio.to_thread(threadline, "token", "revoke", entry["tokenId"], env=env)
     assert json.loads(revoked.stdout)["revokedAt"]
     async with stack.api(token=token) as api:
         assert (await api.get("/api/v1/cases")).status_code == 401

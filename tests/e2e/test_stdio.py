@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from mcp import Client, StdioServerParameters
 
 from tests.factories import new_case, source_item, unique
+from tests.processes import THREADLINE
 
 
 async def test_an_agent_host_uses_the_tools_over_stdio(stack):
     case_id = await new_case(stack)
     token = await stack.issue_token("agent", unique("stdio-agent"), case_id=case_id)
     server = StdioServerParameters(
-        command=str(Path(sys.executable).parent / "threadline"),
+        command=str(THREADLINE),
         args=["serve", "gateway", "--stdio"],
         env={**stack.environment(), "THREADLINE_TOKEN": token, "THREADLINE_LOG_LEVEL": "WARNING"},
     )

@@ -14,11 +14,11 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from shared.db.webhook_tables import webhooks
 from tests.events import wait_until_published
 from tests.factories import agent_session, source_item, ui_sign_in
+from tests.processes import threadline
 from tests.receivers import Receiver
 from tests.webhooks import case_events, deliveries, read_feed, register, wait_until_delivered
 
 ROOT = Path(__file__).resolve().parents[2]
-THREADLINE = Path(sys.executable).parent / "threadline"
 LEDGER_CHANGED = "threadline.ledger.changed"
 
 
@@ -145,8 +145,7 @@ async def test_the_cli_and_the_admin_pages_list_webhooks_and_deliveries_and_rede
         [delivered] = await wait_until_delivered(stack, hook["webhookId"], 1)
 
         def cli(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run([str(THREADLINE), "webhooks", *args], env=stack.environment(),
-                                  capture_output=True, text=True, timeout=60)
+            return threadline("webhooks", *args, env=stack.environment())
 
         listed = await asyncio.to_thread(cli, "list", "--json")
         assert listed.returncode == 0, listed.stderr
@@ -192,9 +191,8 @@ async def test_the_documented_feed_reader_resumes_where_it_stopped(stack, tmp_pa
     async with agent_session(stack) as agent:
         await accept_sources(agent, 2)
         await wait_until_published(stack.db)
-        created = await asyncio.to_thread(subprocess.run, [str(THREADLINE), "token", "create", "--role", "subscriber",
-                                                           "--name", "reader"], env=stack.environment(),
-                                          capture_output=True, text=True, timeout=60)
+        created = await asyncio.to_thread(threadline, "token", "create", "--role", "subscriber", "--name", "reader",
+                                          env=stack.environment())
         assert created.returncode == 0, created.stderr
         token = created.stdout.strip()
         assert token.startswith("tl_subscriber_")
