@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from typing import Any
 
@@ -15,8 +14,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.system import THREADLINE, RunningSystem, start_system
+from tests.e2e.system import RunningSystem, start_system
 from tests.factories import source_item
+from tests.processes import threadline
 
 pytestmark = pytest.mark.e2e
 
@@ -58,9 +58,7 @@ def test_a_healthy_first_start_with_the_demo_prints_no_warning(system):
     assert warnings_in(stderr) == []
     # The operator's commands close their NATS connections on purpose: no warning either.
     for command in (["webhooks", "list"], ["migrate"]):
-        done = subprocess.run([str(THREADLINE), *command, "--data-dir", str(system.data_dir)], capture_output=True,
-                              text=True, timeout=60, env={k: v for k, v in os.environ.items()
-                                                          if not k.startswith("THREADLINE_")})
+        done = threadline(*command, "--data-dir", str(system.data_dir))
         assert done.returncode == 0, done.stderr
         assert warnings_in(done.stderr.splitlines()) == [], (command, done.stderr)
 

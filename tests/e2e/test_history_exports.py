@@ -31,6 +31,7 @@ from tests.factories import (
     ui_sign_in,
     verdict_claim,
 )
+from tests.processes import THREADLINE
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "read_export.py"
 PREFIXES = """PREFIX prov: <http://www.w3.org/ns/prov#>
@@ -356,7 +357,7 @@ async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_
     agent, marks = history
     written = tmp_path / "case.ttl"
     done = await asyncio.to_thread(subprocess.run, [
-        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "prov-turtle",
+        str(THREADLINE), "export", agent.case_id, "--format", "prov-turtle",
         "--as-of", str(marks["source_retired"]), "-o", str(written), "--url", stack.http_url,
         "--token", stack.tokens["reviewer"]], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr + done.stdout
@@ -364,13 +365,13 @@ async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_
     assert rdflib.Graph().parse(str(written), format="turtle").isomorphic(
         rdflib.Graph().parse(data=served.text, format="turtle"))
     refused = await asyncio.to_thread(subprocess.run, [
-        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "aif-json",
+        str(THREADLINE), "export", agent.case_id, "--format", "aif-json",
         "--as-of", "999", "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "asOf" in refused.stderr and refused.stdout == "", refused.stdout
     before = written.read_bytes()
     refused = await asyncio.to_thread(subprocess.run, [
-        str(Path(sys.executable).parent / "threadline"), "export", agent.case_id, "--format", "aif-json",
+        str(THREADLINE), "export", agent.case_id, "--format", "aif-json",
         "--as-of", "999", "-o", str(written), "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and written.read_bytes() == before  # the refused export replaced nothing

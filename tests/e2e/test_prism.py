@@ -6,8 +6,6 @@ import asyncio
 import base64
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -22,6 +20,7 @@ from shared.spec.tools import TITLES
 from shared.subjects import Command
 from tests.events import stream_events, wait_until_published
 from tests.factories import new_company, preview_args, previewed_and_committed, ui_sign_in, unframed, unique
+from tests.processes import THREADLINE
 
 
 async def context(mcp, **args):
@@ -393,8 +392,8 @@ async def test_reviewers_decide_deltas_on_the_web_page(stack):
 
 
 def threadline(stack, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", stack.http_url,
-                           "--token", stack.tokens["reviewer"]], capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(THREADLINE), "review", *args, "--url", stack.http_url, "--token",
+                           stack.tokens["reviewer"]], capture_output=True, text=True, timeout=60)
 
 
 async def test_the_review_cli_lists_shows_and_decides_deltas(stack):

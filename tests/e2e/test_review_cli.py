@@ -7,12 +7,11 @@ import json
 import os
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 from sqlalchemy import select
 
 from shared.db.tables import proposals
+from tests import processes
 from tests.factories import (
     agent_session,
     claim_item,
@@ -32,8 +31,7 @@ BRACKETED = "Costs fell [/note] then [bold]rose[/bold] per [link=https://evil.ex
 
 def threadline(*args: str, stack) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", stack.http_url,
-         "--token", stack.tokens["reviewer"]],
+        [str(processes.THREADLINE), "review", *args, "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60,
     )
 
@@ -80,8 +78,7 @@ async def test_showing_a_proposal_prints_each_items_review_checks_and_grounding(
 
 def test_the_usage_of_each_review_command_names_the_proposal_argument_in_capitals():
     for command in ("reject", "accept", "show", "duplicate"):
-        usage = subprocess.run([str(Path(sys.executable).parent / "threadline"), "review", command, "--help"],
-                               capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "100"})
+        usage = processes.threadline("review", command, "--help", env={**os.environ, "COLUMNS": "100"})
         assert usage.returncode == 0 and "PROPOSAL" in usage.stdout and "{proposal}" not in usage.stdout, usage.stdout
 
 
@@ -173,11 +170,9 @@ async def test_the_review_cli_takes_the_gateway_and_token_from_the_environment(s
     case_id = unique("env-case")
     async with stack.api("admin") as api:
         assert (await api.post("/api/v1/cases", json={"caseId": case_id, "title": "t", "question": "q?"})).status_code == 201
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    listed = await asyncio.to_thread(subprocess.run, [
-        str(Path(sys.executable).parent / "threadline"), "review", "list", "--json", "--data-dir", str(tmp_path)],
-        env={**environment, "THREADLINE_URL": stack.http_url, "THREADLINE_TOKEN": stack.tokens["reviewer"]},
-        capture_output=True, text=True, timeout=60)
+    listed = await asyncio.to_thread(
+        processes.threadline, "review", "list", "--json", "--data-dir", str(tmp_path),
+        env=processes.clean_environment(THREADLINE_URL=stack.http_url, THREADLINE_TOKEN=stack.tokens["reviewer"]))
     assert listed.returncode == 0, listed.stderr
     assert case_id in {c["caseId"] for c in json.loads(listed.stdout)["cases"]}
 
@@ -189,8 +184,7 @@ async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack
         [delivered, *_] = await wait_until_delivered(stack, hook["webhookId"], 1)
 
         def webhooks(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run([str(Path(sys.executable).parent / "threadline"), "webhooks", *args],
-                                  env=stack.environment(), capture_output=True, text=True, timeout=60)
+            return processes.threadline("webhooks", *args, env=stack.environment())
 
         log = await asyncio.to_thread(webhooks, "deliveries", hook["webhookId"][:8])
         assert log.returncode == 0, log.stderr
@@ -210,7 +204,7 @@ def test_an_empty_id_is_refused_naming_the_argument_before_any_call(tmp_path):
     for args, argument in ((("reject", "", "--note", "x"), "PROPOSAL"), (("show", "  "), "PROPOSAL"),
                            (("reject-delta", "", "--note", "x"), "OPERATION")):
         refused = subprocess.run(
-            [str(Path(sys.executable).parent / "threadline"), "review", *args, "--url", "http://127.0.0.1:9",
+            [str(processes.THREADLINE), "review", *args, "--url", "http://127.0.0.1:9",
              "--token", "unused", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
         assert refused.returncode == 2, (args, refused.stderr)
         said = " ".join(refused.stderr.replace("│", " ").split())
