@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.processes import clean_environment
+
 PROBE = ("from shared.logging import configure_logging, get_logger; from shared.settings import Settings; "
          "configure_logging('probe', 'INFO', Settings().log_format); "
          "get_logger('probe').info('probe_logged', items=3)")
@@ -32,7 +34,7 @@ BROKER = ("import logging; from shared.logging import configure_logging; from sh
 
 def logged(*, terminal: bool, log_format: str | None = None) -> str:
     """What one process logs on its stderr: a pseudo-terminal, or a pipe."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    env = clean_environment()
     if log_format is not None:
         env["THREADLINE_LOG_FORMAT"] = log_format
     if not terminal:
@@ -84,7 +86,7 @@ def test_with_threadline_log_format_console_a_pipe_gets_readable_lines():
 
 
 def test_a_reconnect_that_failed_during_an_outage_is_one_line_without_a_traceback():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    env = clean_environment()
     written = subprocess.run([sys.executable, "-c", OUTAGE], env=env, capture_output=True, text=True, timeout=60,
                              check=True).stderr
     entry = json.loads(written)
@@ -94,7 +96,7 @@ def test_a_reconnect_that_failed_during_an_outage_is_one_line_without_a_tracebac
 
 
 def test_the_brokers_own_warning_is_json_like_every_other_line():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    env = clean_environment()
     written = subprocess.run([sys.executable, "-c", BROKER], env=env, capture_output=True, text=True, timeout=60,
                              check=True).stderr
     lines = written.splitlines()

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import asyncpg
 from nats.js.errors import NotFoundError
@@ -14,15 +11,12 @@ from nats.js.errors import NotFoundError
 from shared.db.session import asyncpg_dsn
 from shared.settings import Settings
 from shared.streams import projection_consumer, projection_stream_name
+from tests.processes import clean_environment, threadline
 from tests.support import connect_nats
-
-THREADLINE = Path(sys.executable).parent / "threadline"
 
 
 def migrate(env: dict[str, str]) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    return subprocess.run([str(THREADLINE), "migrate"], env={**base, **env}, capture_output=True, text=True,
-                          timeout=120)
+    return threadline("migrate", env=clean_environment(**env), timeout=120)
 
 
 async def test_migrate_applies_the_schema_then_provisions_the_stream_when_nats_is_configured(servers, tmp_path):

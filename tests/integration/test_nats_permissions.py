@@ -28,6 +28,7 @@ from shared.settings import Settings
 from shared.subjects import BACKEND_SERVICES, Command, Service, Subjects
 from tests.events import stream_events, wait_until_published
 from tests.factories import source_item
+from tests.processes import clean_environment
 from tests.support import Stack
 
 
@@ -197,7 +198,6 @@ def test_the_table_names_every_role_and_grants_no_wildcard_publish():
 
 
 async def test_the_documented_example_subscriber_runs_with_subscriber_credentials(guarded, tmp_path):
-    import os
     import subprocess
     import sys
 
@@ -210,9 +210,8 @@ async def test_the_documented_example_subscriber_runs_with_subscriber_credential
         await admin.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item("s1")]})
     await wait_until_published(guarded.db)
     secret = json.loads((settings.data_dir / "nats" / "users.json").read_text())["passwords"][SUBSCRIBER]
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
-    environment.update({"THREADLINE_NATS_URL": user_url(settings.resolved_nats_url(), SUBSCRIBER, secret),
-                        "THREADLINE_NATS_PREFIX": settings.nats_prefix})
+    environment = clean_environment(THREADLINE_NATS_URL=user_url(settings.resolved_nats_url(), SUBSCRIBER, secret),
+                                    THREADLINE_NATS_PREFIX=settings.nats_prefix)
     example = Path(__file__).parents[2] / "docs" / "examples" / "subscriber.py"
     done = await asyncio.to_thread(subprocess.run, [sys.executable, str(example), "--name", case_id, "--case", case_id, "--state",
                                                     str(tmp_path / "state.json"), "--exit-when-idle", "2"],
