@@ -5,14 +5,18 @@ acknowledged only after that committed. Events are recorded strictly in stream o
 per-case order rests on it — whichever replica takes them and however often one dies holding some:
 the transaction locks the position (the last sequence recorded), skips what lies at or below it
 (redeliveries change nothing), and stops at an event whose predecessor is still out, which is handed
-back to come again after it. The position belongs to one stream: a batch that does not go on from it
-first asks whether the stream is a new one (a restore into a new data dir), counted then from its start. The consumer is provisioned by `migrate`; this code only binds to it.
+back to come again after it. The position belongs to one stream: a process's first batch, and any batch
+that does not go on from it, first asks whether the stream is a new one (a restore into a new data dir, which
+always means a new process), counted then from its start. The consumer is provisioned by `migrate`; this code
+only binds to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nats.js.errors import NotFoundError
@@ -36,15 +40,24 @@ PREDECESSOR_WAIT_SECONDS = 0.05
 async def consume(ctx: ServiceContext, wake: asyncio.Event) -> None:
     """Record events as deliveries until cancelled; `wake` tells this replica's senders there is work."""
     failures = 0
+    checked = Checked()
 
     async def record(js: Any, messages: list[Any]) -> None:
         nonlocal failures
-        failures = 0 if await _handle(ctx, js, messages, wake, failures) else failures + 1
+        failures = 0 if await _handle(ctx, js, messages, wake, failures, checked) else failures + 1
 
     await durable.pull(ctx, WEBHOOKS_CONSUMER, record, linger=BATCH_LINGER_SECONDS)
 
 
-async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: asyncio.Event, failures: int) -> bool:
+@dataclass
+class Checked:
+    """The stream this process has checked its recorded position counts in (None before its first batch)."""
+
+    created: datetime | None = None
+
+
+async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: asyncio.Event, failures: int,
+                  checked: Checked) -> bool:
     """Record one batch; acknowledge what was recorded, hand back the rest. False when recording failed."""
     if not messages:
         return True
@@ -66,13 +79,14 @@ async def _handle(ctx: ServiceContext, js: Any, messages: list[Any], wake: async
     recorded = None
     for attempt in range(WAIT_FOR_PREDECESSOR_TRIES):
         try:
-            recorded = await use_cases.record_events(ctx, batch, first_after, stream)
+            recorded = await use_cases.record_events(ctx, batch, first_after, stream, checked.created)
         except Exception as error:  # noqa: BLE001 - the stream keeps the events; they come back
             delay = min(MAX_RETRY_DELAY_SECONDS, RETRY_DELAY_SECONDS * 2 ** min(failures, 5))
             log.warning("events_record_failed", error=repr(error), count=len(messages), retry_in=delay)
             for message in messages:
                 await message.nak(delay=delay)
             return False
+        checked.created = recorded.stream_created
         if recorded.position >= min(seq for seq, _ in batch) or attempt == WAIT_FOR_PREDECESSOR_TRIES - 1:
             break
         # Another replica is most likely recording the events before these right now.

@@ -64,19 +64,35 @@ def comes_next(position: int, stream_seq: int, first_after_position: int | None)
 
 @dataclass(frozen=True)
 class Stream:
-    """The event stream as it is now: its identity (creation time) and the last sequence it holds."""
+    """The event stream as it is now: its identity (creation time, None when the server gives none) and the
+    last sequence it holds."""
 
-    created: str
+    created: datetime | None
     last_seq: int
 
 
-def is_new_stream(position: int, recorded_in: str | None, stream: Stream) -> bool:
-    """Whether the recorded `position` counts in another stream than `stream` (a restore into a new data dir
-    starts an empty one): it was recorded in a stream created at another time, or lies beyond every sequence
-    this stream holds. Its events are then all new to the webhooks, from the first."""
-    if recorded_in is not None and recorded_in != stream.created:
+def is_new_stream(position: int, recorded_in: datetime | None, stream: Stream) -> bool:
+    """Whether the recorded `position` (the last sequence recorded) counts in another stream than `stream`, so
+    that its events are all new to the webhooks, from the first, and what was recorded moves below them.
+
+    * A position beyond every sequence the stream holds is of another stream (a restore into a new data dir
+      starts an empty one), whatever identity was recorded.
+    * Otherwise the creation time recorded with the position (`recorded_in`) decides, compared as a time. None
+      (recorded before identities were) or the same time: the same stream.
+    * Another time at position 0: a new stream. Nothing of it can have been recorded yet, so moving the old
+      sequences (webhooks' starting points) below it loses nothing.
+    * Another time at a position the stream holds: not new — the identity recorded is stale, and the new one is
+      to be adopted. It means events of this stream were recorded under the old identity (as a version that
+      checked the stream only on a gap did), so the durable consumer has acknowledged up to the position:
+      counting from 0 again would wait for events that never come back. This should not happen otherwise; the
+      one case it gets wrong, a new stream that grew past the position before the service first read it, loses
+      at most `position` events, where counting again would stall every webhook.
+    """
+    if stream.last_seq < position:
         return True
-    return stream.last_seq < position
+    if recorded_in is None or stream.created is None or recorded_in == stream.created:
+        return False
+    return position == 0
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,20 +22,6 @@ from shared.db.webhook_tables import (
     webhook_ingest,
     webhooks,
 )
-
-# Recording an event takes this lock shared, a registration exclusively: a registration then sees every
-# event recorded before it, and every event recorded after it sees the registration (none falls between).
-REGISTRATION_LOCK = (7272, 1)
-
-
-async def lock_registrations_shared(connection: AsyncConnection) -> None:
-    await connection.execute(text("SELECT pg_advisory_xact_lock_shared(:a, :b)"),
-                             {"a": REGISTRATION_LOCK[0], "b": REGISTRATION_LOCK[1]})
-
-
-async def lock_registrations(connection: AsyncConnection) -> None:
-    await connection.execute(text("SELECT pg_advisory_xact_lock(:a, :b)"),
-                             {"a": REGISTRATION_LOCK[0], "b": REGISTRATION_LOCK[1]})
 
 
 def _seconds(seconds: float) -> Any:
@@ -118,19 +105,36 @@ async def set_status(connection: AsyncConnection, webhook_id: str, status: str) 
     await connection.execute(update(webhooks).where(webhooks.c.webhook_id == webhook_id).values(**values))
 
 
-async def lock_position(connection: AsyncConnection) -> Row:
-    """The last stream sequence recorded (`stream_seq`) and the stream it counts in (`stream_created`), locked:
-    one replica records at a time, in stream order."""
+@dataclass(frozen=True)
+class Ingest:
+    stream_seq: int  # the last stream sequence recorded
+    stream_created: datetime | None  # the creation time of the stream it counts in, None before it was known
+
+
+async def lock_position(connection: AsyncConnection) -> Ingest:
+    """The position recorded, locked: one replica records at a time, in stream order. Registering a webhook
+    takes it too, so a registration sees every event recorded before it, and every event recorded after it
+    sees the registration (none falls between)."""
     i = webhook_ingest
-    return (await connection.execute(select(i.c.stream_seq, i.c.stream_created).where(i.c.id == 1)
-                                     .with_for_update())).one()
+    row = (await connection.execute(select(i.c.stream_seq, i.c.stream_created).where(i.c.id == 1)
+                                    .with_for_update())).one()
+    return Ingest(row.stream_seq, _created(row.stream_created))
 
 
-async def set_stream(connection: AsyncConnection, created: str) -> None:
-    await connection.execute(update(webhook_ingest).where(webhook_ingest.c.id == 1).values(stream_created=created))
+def _created(stored: str | None) -> datetime | None:
+    return datetime.fromisoformat(stored) if stored else None
 
 
-async def start_new_stream(connection: AsyncConnection, created: str) -> int:
+def _stored(created: datetime | None) -> str | None:
+    return created.isoformat() if created is not None else None
+
+
+async def set_stream(connection: AsyncConnection, created: datetime | None) -> None:
+    await connection.execute(update(webhook_ingest).where(webhook_ingest.c.id == 1)
+                             .values(stream_created=_stored(created)))
+
+
+async def start_new_stream(connection: AsyncConnection, created: datetime | None) -> int:
     """Count from a new stream's first event: every sequence recorded in the old one (events, deliveries,
     webhooks' starting points) moves down to zero or below, so the new stream's come after them all and a
     webhook registered before receives every one of them; the position goes back to 0. Returns the shift."""
@@ -141,7 +145,7 @@ async def start_new_stream(connection: AsyncConnection, created: str) -> int:
         select(func.max(w.c.start_after_seq)).scalar_subquery())))).scalar_one()
     for table, column in ((e, e.c.stream_seq), (d, d.c.stream_seq), (w, w.c.start_after_seq)):
         await connection.execute(update(table).values({column.name: column - shift}))
-    await connection.execute(update(i).where(i.c.id == 1).values(stream_seq=0, stream_created=created))
+    await connection.execute(update(i).where(i.c.id == 1).values(stream_seq=0, stream_created=_stored(created)))
     return shift
 
 

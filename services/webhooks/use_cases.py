@@ -9,6 +9,7 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,8 +50,7 @@ async def register(cmd: RegisterWebhook, ctx: ServiceContext) -> dict[str, Any]:
     webhook_id = str(uuid.uuid4())
     secret = domain.SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
     async with ctx.db.transaction() as connection:
-        ingest = await repo.lock_position(connection)  # first, as recording events takes the two locks
-        await repo.lock_registrations(connection)
+        ingest = await repo.lock_position(connection)
         # Read under the lock: every event up to here was published before the webhook existed.
         stream = await stream_now(ctx.client.broker.connection.jetstream(), ctx.settings.stream_name)
         await _follow_stream(connection, ingest, stream)  # a new stream's start_after counts in the new one
@@ -65,7 +65,7 @@ async def register(cmd: RegisterWebhook, ctx: ServiceContext) -> dict[str, Any]:
 
 async def stream_now(js: Any, stream_name: str) -> domain.Stream:
     info = await js.stream_info(stream_name)
-    return domain.Stream(info.created.isoformat() if info.created else "", info.state.last_seq)
+    return domain.Stream(info.created, info.state.last_seq)
 
 
 async def list_webhooks(cmd: ListWebhooks, ctx: ServiceContext) -> dict[str, Any]:
@@ -177,22 +177,27 @@ def _delivery_view(row: Any) -> dict[str, Any]:
 class Recorded:
     position: int  # every event up to this stream sequence is recorded (or was not one: see `unusable`)
     deliveries: int
+    stream_created: datetime | None  # the stream the position counts in, as checked against the stream
 
 
 async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, Any] | None]],
                         first_after: Callable[[int], Awaitable[int | None]],
-                        stream: Callable[[], Awaitable[domain.Stream]]) -> Recorded:
+                        stream: Callable[[], Awaitable[domain.Stream]], checked: datetime | None) -> Recorded:
     """Turn a batch of events (stream sequence, envelope or None when it is no usable event) into
     deliveries for the webhooks each is for, in stream order, in one transaction; idempotent. Stops
-    before an event whose predecessor has not been recorded yet (`first_after` asks the stream). A batch
-    that does not go on from the position (a redelivery, a gap) asks `stream` whether it is a new stream."""
+    before an event whose predecessor has not been recorded yet (`first_after` asks the stream).
+
+    `stream` is asked whether the position counts in it (or it is a new stream) before this process records
+    its first batch — a restore always means a new process —, whenever the stream recorded is not the one
+    this process checked (`checked`, the `stream_created` the last call returned; None before the first), and when a batch does not go on from the
+    position (a redelivery, a gap)."""
     made = 0
     async with ctx.db.transaction() as connection:
         ingest = await repo.lock_position(connection)
-        await repo.lock_registrations_shared(connection)
-        position = ingest.stream_seq
-        if ingest.stream_created is None or min(seq for seq, _ in batch) != position + 1:
-            position = await _follow_stream(connection, ingest, await stream())
+        position, created = ingest.stream_seq, ingest.stream_created
+        if checked is None or created != checked or min(seq for seq, _ in batch) != position + 1:
+            now = await stream()
+            position, created = await _follow_stream(connection, ingest, now), now.created or created
         live = await repo.live_webhooks(connection)
         for stream_seq, envelope in sorted(batch, key=lambda item: item[0]):
             if stream_seq <= position:
@@ -213,17 +218,22 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
                                           aggregate=aggregate)
                 made += len(receivers)
         await repo.set_position(connection, position)
-    return Recorded(position, made)
+    return Recorded(position, made, created)
 
 
-async def _follow_stream(connection: Any, ingest: Any, stream: domain.Stream) -> int:
+async def _follow_stream(connection: Any, ingest: repo.Ingest, stream: domain.Stream) -> int:
     """The position to go on from in `stream`, under the position lock: 0 when it is a new stream."""
     if domain.is_new_stream(ingest.stream_seq, ingest.stream_created, stream):
         shift = await repo.start_new_stream(connection, stream.created)
-        log.warning("event_stream_new", recorded_position=ingest.stream_seq, recorded_stream=ingest.stream_created,
-                    stream_created=stream.created, stream_last_seq=stream.last_seq, earlier_sequences_less=shift)
+        log.warning("event_stream_new", recorded_position=ingest.stream_seq, recorded_stream=_when(ingest.stream_created),
+                    stream_created=_when(stream.created), stream_last_seq=stream.last_seq, earlier_sequences_less=shift)
         return 0
-    if ingest.stream_created is None:
+    if stream.created is not None and ingest.stream_created != stream.created:
+        if ingest.stream_created is not None:
+            # The stream holds the position under another identity: see domain.is_new_stream.
+            log.error("event_stream_identity_stale", recorded_position=ingest.stream_seq,
+                      recorded_stream=_when(ingest.stream_created), stream_created=_when(stream.created),
+                      stream_last_seq=stream.last_seq)
         await repo.set_stream(connection, stream.created)
     return ingest.stream_seq
 

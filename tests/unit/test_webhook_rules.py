@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from standardwebhooks import Webhook as Verifier
@@ -60,11 +60,25 @@ def test_events_are_recorded_in_stream_order_and_a_gap_only_where_the_stream_has
     assert comes_next(0, 120, first_after_position=None)
 
 
+JAN = datetime(2025, 1, 1, tzinfo=UTC)
+MARCH = datetime(2025, 3, 1, tzinfo=UTC)
+
+
 def test_a_position_counts_in_the_stream_it_was_recorded_in_and_one_beyond_the_stream_is_of_another():
-    assert not is_new_stream(52, "2025-01-01T00:00:00+00:00", Stream("2025-01-01T00:00:00+00:00", 60))
-    assert is_new_stream(52, "2025-01-01T00:00:00+00:00", Stream("2025-03-01T00:00:00+00:00", 60)), "made since"
-    assert is_new_stream(52, None, Stream("2025-03-01T00:00:00+00:00", 3)), "unknown stream, fewer events than seen"
-    assert not is_new_stream(52, None, Stream("2025-03-01T00:00:00+00:00", 52))
+    assert not is_new_stream(52, JAN, Stream(JAN, 60))
+    assert not is_new_stream(52, JAN, Stream(datetime(2025, 1, 1, 1, tzinfo=timezone(timedelta(hours=1))), 60)), \
+        "the same time, written otherwise"
+    assert is_new_stream(52, JAN, Stream(MARCH, 3)), "made since, fewer events than recorded"
+    assert is_new_stream(52, None, Stream(MARCH, 3)), "unknown stream, fewer events than recorded"
+    assert not is_new_stream(52, None, Stream(MARCH, 52))
+
+
+def test_another_stream_is_new_at_position_0_and_a_stale_identity_where_the_stream_holds_the_position():
+    assert is_new_stream(0, JAN, Stream(MARCH, 0)), "nothing recorded yet: the new stream counts from its start"
+    assert is_new_stream(0, JAN, Stream(MARCH, 5)), "its first events, before the service read any"
+    assert not is_new_stream(7, JAN, Stream(MARCH, 7)), "events of this stream were recorded under the old identity"
+    assert not is_new_stream(7, JAN, Stream(MARCH, 30))
+    assert not is_new_stream(7, JAN, Stream(None, 30)), "no identity to compare"
 
 
 def test_retries_back_off_exponentially_with_jitter_up_to_the_cap():
