@@ -90,10 +90,14 @@ def _tracking(parameter: str) -> bool:
 
 def normalise_url(url: str) -> str:
     """A source's URL as duplicates are compared and the ledger keys it (`sources.url_key`): no scheme, `www.`,
-    fragment, default port (80, 443) or trailing slash; the host lowercased; the query without tracking parameters
-    (`TRACKING_PARAMETERS`), the others sorted, as written."""
+    fragment, default port (80, 443) or trailing slash; the host lowercased, an IPv6 one in its brackets (so that
+    `[::1]:8080` and `[::1:8080]` differ); the query without tracking parameters (`TRACKING_PARAMETERS`), the
+    others sorted, as written. Spellings of one URL it does not unify — `+` and `%20`, `%2f` and `%2F`, an
+    encoded letter and the letter — only miss a duplicate, never make two URLs one."""
     parts = urlsplit(url.strip())
     host = (parts.hostname or "").lower().removeprefix("www.")
+    if ":" in host:
+        host = f"[{host}]"
     try:
         port = parts.port
     except ValueError:  # not a number: no port to keep

@@ -47,6 +47,18 @@ def test_urls_normalise_without_tracking_parameters_and_with_the_others_in_one_o
     assert normalise_url("https://x.org:port/a") == "x.org/a"  # a port that is no number is not kept
 
 
+def test_an_ipv6_host_keeps_its_brackets_so_its_port_stays_apart_from_the_address():
+    assert normalise_url("http://[::1]:8080/a") == "[::1]:8080/a"
+    assert normalise_url("http://[::1:8080]/a") == "[::1:8080]/a"
+    assert normalise_url("https://[2001:DB8::1]:443/a/") == "[2001:db8::1]/a"
+    assert normalise_url("http://127.0.0.1:8080/a") == "127.0.0.1:8080/a"
+
+
+def test_urls_spelt_with_another_encoding_are_not_unified_only_missed_as_duplicates():
+    assert normalise_url("https://x.org/a?q=heat+pump") != normalise_url("https://x.org/a?q=heat%20pump")
+    assert normalise_url("https://x.org/a%2fb") != normalise_url("https://x.org/a%2Fb")
+
+
 def test_search_reads_text_without_accents_whatever_letters_carry_them_and_leaves_plain_text_as_it_is():
     assert plain("Zürich, São Paulo, Nestlé, Kraków, Łódź, Øresund, Straße, Æsir, ﬁnance") == \
         "Zurich, Sao Paulo, Nestle, Krakow, Lodz, Oresund, Strasse, AEsir, finance"

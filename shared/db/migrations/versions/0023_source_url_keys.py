@@ -48,9 +48,11 @@ def _tracking(parameter: str) -> bool:
     return name.startswith("utm_") or name in _TRACKING
 
 
-def _host(url: str) -> tuple[str, str, str]:
+def _host(url: str, *, bracketed: bool) -> tuple[str, str, str]:
     parts = urlsplit(url.strip())
     host = (parts.hostname or "").lower().removeprefix("www.")
+    if bracketed and ":" in host:  # an IPv6 host: `[::1]:8080` and `[::1:8080]` differ
+        host = f"[{host}]"
     try:
         port = parts.port
     except ValueError:
@@ -61,14 +63,14 @@ def _host(url: str) -> tuple[str, str, str]:
 
 
 def _new(url: str) -> str:
-    host, path, query = _host(url)
+    host, path, query = _host(url, bracketed=True)
     query = "&".join(sorted(p for p in query.split("&") if p and not _tracking(p)))
     return f"{host}{path}" + (f"?{query}" if query else "")
 
 
 def _old(url: str) -> str:
-    """The rule before this revision: the query kept as written."""
-    host, path, query = _host(url)
+    """The rule before this revision: the query kept as written, an IPv6 host without its brackets."""
+    host, path, query = _host(url, bracketed=False)
     return f"{host}{path}" + (f"?{query}" if query else "")
 
 
