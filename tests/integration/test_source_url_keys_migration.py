@@ -26,7 +26,26 @@ BEFORE = {"s-00000": "x.org/grid-outlook?utm_source=x&fbclid=1", "s-00001": "x.o
           "s-00002": "x.org:8443/b", "s-new": "x.org/grid-outlook?utm_medium=email"}
 AFTER = {"s-00000": "x.org/grid-outlook", "s-00001": "x.org/a?page=2&year=2024", "s-00002": "x.org:8443/b",
          "s-new": "x.org/grid-outlook"}
-DUP_KEYS = "SELECT record_id, dup_key FROM search_records WHERE case_id = 'urls' AND kind = 'source'"
+DUP_KEYS = ("SELECT record_id, dup_key FROM search_records WHERE case_id = 'urls' AND kind = 'source' "
+            "AND record_id NOT LIKE 'm-%'")
+# More sources than the migration reads at a time (its batch, 2000), copies of s-00002 at IPv6 hosts, indexed.
+MANY = {f"m-{n:05d}": f"https://[2001:db8::{n}]:8080/p?utm_source=x&b={n}" for n in range(1, 2101)}
+MANY_BEFORE = {record: f"2001:db8::{n}:8080/p?utm_source=x&b={n}" for n, record in enumerate(MANY, start=1)}
+COPIES = """
+INSERT INTO {table} ({columns}) SELECT {columns} FROM (
+    SELECT (jsonb_populate_record(NULL::{table}, to_jsonb(t) || jsonb_build_object({changed}))).*
+    FROM {table} t, generate_series(1, {count}) n WHERE t.case_id = 'urls' AND t.{key} = 's-00002' {more}) copies
+"""
+WRITABLE = ("SELECT string_agg(column_name, ', ') FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = :t AND is_generated = 'NEVER'")
+MANY_ID = "'m-' || lpad(n::text, 5, '0')"
+MANY_SOURCES = COPIES.format(
+    table="sources", key="source_id", count=len(MANY), more="", columns="{columns}",
+    changed=f"'source_id', {MANY_ID}, 'url', 'https://[2001:db8::' || n || ']\\:8080/p?utm_source=x&b=' || n")
+MANY_RECORDS = COPIES.format(
+    table="search_records", key="record_id", count=len(MANY), more="AND t.kind = 'source'", columns="{columns}",
+    changed=f"'record_id', {MANY_ID}, 'dup_key', '2001:db8::' || n || '\\:8080/p?utm_source=x&b=' || n")
+MANY_DUP_KEYS = "SELECT record_id, dup_key FROM search_records WHERE case_id = 'urls' AND record_id LIKE 'm-%'"
 COLUMN = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
           "AND table_name = 'sources' AND column_name = 'url_key'")
 
@@ -54,19 +73,26 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
             for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0023
                 await connection.execute(text("UPDATE search_records SET dup_key = :k WHERE case_id = 'urls' "
                                               "AND kind = 'source' AND record_id = :r"), {"k": key, "r": record_id})
+            for table, copies in (("sources", MANY_SOURCES), ("search_records", MANY_RECORDS)):
+                columns = (await connection.execute(text(WRITABLE), {"t": table})).scalar_one()
+                await connection.execute(text(copies.replace("{columns}", columns)))
 
         async def read(query: str) -> dict[str, str]:
             async with db.engine.connect() as connection:
                 return dict((await connection.execute(text(query))).all())
 
         assert await read(DUP_KEYS) == BEFORE
+        assert await read(MANY_DUP_KEYS) == MANY_BEFORE
         await upgrade(db.engine)
         assert await read(DUP_KEYS) == AFTER == {s: normalise_url(u) for s, u in (URLS | {"s-new": PENDING["url"]}).items()}
         assert await read("SELECT source_id, url_key FROM sources WHERE case_id = 'urls'") == {
-            s: AFTER[s] for s in URLS}
+            s: AFTER[s] for s in URLS} | {s: normalise_url(u) for s, u in MANY.items()}
+        assert await read(MANY_DUP_KEYS) == {s: normalise_url(u) for s, u in MANY.items()}
+        assert normalise_url(MANY["m-00001"]) == "[2001:db8::1]:8080/p?b=1"
 
         await downgrade(db.engine, "0022")
         assert await read(DUP_KEYS) == BEFORE
+        assert await read(MANY_DUP_KEYS) == MANY_BEFORE
         async with db.engine.connect() as connection:
             assert (await connection.execute(text(COLUMN))).scalar() == 0
     finally:

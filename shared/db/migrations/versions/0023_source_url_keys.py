@@ -10,6 +10,7 @@ a pending source's from its proposal item, as the projection read them. The down
 old rule and drops the column.
 """
 
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
@@ -17,15 +18,24 @@ from alembic import op
 
 revision, down_revision = '0023', '0022'
 
-_BATCH = 2000
+_BATCH = 2000  # rows read, and written, at a time: a large database is never held in memory whole
+# Sources' search records a page at a time, after a key (case_id, record_id, proposal_id), with the URL each was
+# keyed from: a ledger source's (proposal_id '') from `sources`, a pending one's from its proposal item.
 _SOURCE_URLS = """
-SELECT r.case_id, r.record_id, r.proposal_id, r.dup_key, s.url
-FROM search_records r JOIN sources s ON s.case_id = r.case_id AND s.source_id = r.record_id
-WHERE r.kind = 'source' AND r.proposal_id = ''
-UNION ALL
-SELECT r.case_id, r.record_id, r.proposal_id, r.dup_key, i.payload ->> 'url'
-FROM search_records r JOIN proposal_items i ON i.proposal_id::text = r.proposal_id AND i.payload ->> 'id' = r.record_id
-WHERE r.kind = 'source' AND r.proposal_id <> ''
+SELECT r.case_id, r.record_id, r.proposal_id, r.dup_key,
+       CASE WHEN r.proposal_id = '' THEN s.url ELSE i.payload ->> 'url' END AS url
+FROM search_records r
+LEFT JOIN sources s ON r.proposal_id = '' AND s.case_id = r.case_id AND s.source_id = r.record_id
+LEFT JOIN proposal_items i ON r.proposal_id <> '' AND i.proposal_id::text = r.proposal_id
+                          AND i.payload ->> 'id' = r.record_id
+WHERE r.kind = 'source' AND (s.source_id IS NOT NULL OR i.proposal_id IS NOT NULL)
+  AND (r.case_id, r.record_id, r.proposal_id) > (:case_id, :record_id, :proposal_id)
+ORDER BY r.case_id, r.record_id, r.proposal_id
+LIMIT :batch
+"""
+_SOURCES = """
+SELECT case_id, source_id, url FROM sources WHERE (case_id, source_id) > (:case_id, :source_id)
+ORDER BY case_id, source_id LIMIT :batch
 """
 _SET_DUP_KEYS = """
 UPDATE search_records r SET dup_key = u.dup_key
@@ -74,24 +84,29 @@ def _old(url: str) -> str:
     return f"{host}{path}" + (f"?{query}" if query else "")
 
 
-def _batches(rows: list) -> list[list]:
-    return [rows[start:start + _BATCH] for start in range(0, len(rows), _BATCH)]
+def _pages(query: str, **first: str) -> Iterator[list]:
+    """The rows of `query` a batch at a time, each page after the last row of the one before (keyset: `first`
+    names the key's columns, at their lowest)."""
+    connection, after = op.get_bind(), first
+    while rows := connection.execute(sa.text(query), {**after, "batch": _BATCH}).all():
+        yield rows
+        after = {column: getattr(rows[-1], column) for column in first}
 
 
 def _recompute_dup_keys(rule) -> None:  # noqa: ANN001
     connection = op.get_bind()
-    rows = [r for r in connection.execute(sa.text(_SOURCE_URLS)).all() if rule(r.url or "") != r.dup_key]
-    for chunk in _batches(rows):
-        connection.execute(sa.text(_SET_DUP_KEYS), {
-            "case_ids": [r.case_id for r in chunk], "ids": [r.record_id for r in chunk],
-            "proposals": [r.proposal_id for r in chunk], "keys": [rule(r.url or "") for r in chunk]})
+    for page in _pages(_SOURCE_URLS, case_id="", record_id="", proposal_id=""):
+        chunk = [r for r in page if rule(r.url or "") != r.dup_key]
+        if chunk:
+            connection.execute(sa.text(_SET_DUP_KEYS), {
+                "case_ids": [r.case_id for r in chunk], "ids": [r.record_id for r in chunk],
+                "proposals": [r.proposal_id for r in chunk], "keys": [rule(r.url or "") for r in chunk]})
 
 
 def upgrade() -> None:
     connection = op.get_bind()
     op.add_column('sources', sa.Column('url_key', sa.Text(), nullable=True))
-    rows = connection.execute(sa.text("SELECT case_id, source_id, url FROM sources")).all()
-    for chunk in _batches(rows):
+    for chunk in _pages(_SOURCES, case_id="", source_id=""):
         connection.execute(sa.text(_SET_URL_KEYS), {
             "case_ids": [r.case_id for r in chunk], "ids": [r.source_id for r in chunk],
             "keys": [_new(r.url) for r in chunk]})
