@@ -10,28 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import asynccontextmanager
 
-import pytest
 from sqlalchemy import text
 
 from shared.streams import WEBHOOKS_CONSUMER, projection_stream_name, provision
-from shared.subjects import BACKEND_SERVICES, Service
+from shared.subjects import Service
 from tests.events import stream_events, wait_until_published
 from tests.factories import agent_session, source_item
-from tests.integration.test_webhook_chaos import WebhookProcesses
+from tests.integration.test_webhook_chaos import WebhookProcesses, outside  # noqa: F401 - the fixture
 from tests.receivers import Receiver
-from tests.support import Stack, connect_nats, new_deployment, remove_deployment
+from tests.support import connect_nats
 from tests.webhooks import case_events, register, wait_until_delivered
-
-
-@pytest.fixture
-async def outside(servers, tmp_path):
-    """A deployment whose webhooks service the test runs itself, as processes."""
-    settings = await new_deployment(servers)
-    others = tuple(s for s in BACKEND_SERVICES if s is not Service.WEBHOOKS)
-    stack = await Stack(settings).start(services=others)
-    yield stack, tmp_path
-    await stack.stop()
-    await remove_deployment(servers, settings)
 
 
 async def new_event_stream(settings) -> None:  # noqa: ANN001
@@ -45,7 +33,7 @@ async def new_event_stream(settings) -> None:  # noqa: ANN001
         await connection.close()
 
 
-async def test_events_of_a_new_stream_are_delivered_once_though_the_position_recorded_lies_beyond_them(outside):
+async def test_events_of_a_new_stream_are_delivered_once_though_the_position_recorded_lies_beyond_them(outside):  # noqa: F811
     stack, logs = outside
     services = WebhookProcesses(stack, logs)
     try:
@@ -105,7 +93,7 @@ async def one_held_back(stack, agent, services, name: str):  # noqa: ANN001, ANN
         await connection.close()
 
 
-async def test_a_new_stream_going_on_from_position_0_keeps_its_deliveries_flowing_after_a_redelivery(outside):
+async def test_a_new_stream_going_on_from_position_0_keeps_its_deliveries_flowing_after_a_redelivery(outside):  # noqa: F811
     """A webhook registered while the stream was empty (position 0), then a restore into a new data dir: the new
     stream's first batch goes on from the position, and its identity is recorded then, not after a later gap."""
     stack, logs = outside
@@ -141,7 +129,7 @@ async def test_a_new_stream_going_on_from_position_0_keeps_its_deliveries_flowin
 
 
 async def test_an_identity_recorded_stale_is_replaced_without_counting_again_where_the_stream_holds_the_position(
-        outside):
+        outside):  # noqa: F811
     """A position recorded in this stream under another stream's identity (as a version that checked the stream
     only on a gap or redelivery left it): the identity is replaced, and nothing recorded is counted again."""
     stack, logs = outside
