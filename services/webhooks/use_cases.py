@@ -189,8 +189,8 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
 
     `stream` is asked whether the position counts in it (or it is a new stream) before this process records
     its first batch — a restore always means a new process —, whenever the stream recorded is not the one
-    this process checked (`checked`, the `stream_created` the last call returned; None before the first), and when a batch does not go on from the
-    position (a redelivery, a gap)."""
+    this process checked (`checked`, the `stream_created` the last call returned; None before the first),
+    and when a batch does not go on from the position (a redelivery, a gap)."""
     made = 0
     async with ctx.db.transaction() as connection:
         ingest = await repo.lock_position(connection)
