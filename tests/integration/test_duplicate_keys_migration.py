@@ -27,6 +27,20 @@ BEFORE = {"c-lodz": "heat pumps in łodz cut emissions by 12 5 percent", "c-oslo
 KEYS = "SELECT record_id, dup_key FROM search_records WHERE case_id = 'dups' AND kind = 'claim'"
 
 
+async def index_pending(connection, case_id: str, kind: str, item_id: str, payload: dict, headline: str,
+                        dup_key: str) -> None:
+    """A pending item in a proposal of its own, indexed as the projection indexes one, with this duplicate key."""
+    proposal = str(uuid.uuid4())
+    await connection.execute(text(
+        "INSERT INTO proposals (proposal_id, case_id, kind, pinned_revision, agent_name, item_count) "
+        "VALUES (:p, :c, :k, 1, 'agent', 1)"), {"p": proposal, "c": case_id, "k": f"{kind}s"})
+    await connection.execute(text(
+        "INSERT INTO proposal_items (proposal_id, item_id, position, payload) "
+        "VALUES (:p, :i, 0, CAST(:payload AS jsonb))"), {"p": proposal, "i": item_id, "payload": json.dumps(payload)})
+    await SqlSearchIndex(connection).add(case_id, [IndexRow(kind, item_id, proposal, "pending", headline, headline,
+                                                            dup_key)])
+
+
 async def test_claims_duplicate_keys_are_recomputed_as_search_reads_accents_and_back(servers):
     url = await servers.create_database()
     db = Database.from_url(url, pool_size=1)
@@ -34,17 +48,9 @@ async def test_claims_duplicate_keys_are_recomputed_as_search_reads_accents_and_
         await upgrade(db.engine)
         await fill_case(db, "dups", LEDGER)  # through the ledger's write path, as the schema is now
         await downgrade(db.engine, "0019")
-        proposal = str(uuid.uuid4())
-        async with db.engine.begin() as connection:  # a pending claim, indexed as the projection indexes one
-            await connection.execute(text(
-                "INSERT INTO proposals (proposal_id, case_id, kind, pinned_revision, agent_name, item_count) "
-                "VALUES (:p, 'dups', 'claims', 1, 'agent', 1)"), {"p": proposal})
-            await connection.execute(text(
-                "INSERT INTO proposal_items (proposal_id, item_id, position, payload) "
-                "VALUES (:p, 'c-gas', 0, CAST(:payload AS jsonb))"), {"p": proposal, "payload": json.dumps(PENDING)})
-            await SqlSearchIndex(connection).add("dups", [IndexRow(
-                "claim", "c-gas", proposal, "pending", PENDING["text"], PENDING["text"],
-                duplicate_key("claim", PENDING))])
+        async with db.engine.begin() as connection:
+            await index_pending(connection, "dups", "claim", "c-gas", PENDING, PENDING["text"],
+                                duplicate_key("claim", PENDING))
             for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0020
                 await connection.execute(text("UPDATE search_records SET dup_key = :k WHERE case_id = 'dups' "
                                               "AND record_id = :r"), {"k": key, "r": record_id})

@@ -4,18 +4,15 @@ rule; its downgrade recomputes them by the rule before and drops the column."""
 
 from __future__ import annotations
 
-import json
-import uuid
-
 from sqlalchemy import text
 
 from services.cli.bench.search_corpus import Claim
 from services.cli.bench.search_fill import fill_case
-from services.projection.search_index import IndexRow, SqlSearchIndex
 from shared.db.migrate import downgrade, upgrade
 from shared.db.session import Database
 from shared.search_text import normalise_url
 from tests.factories import source_item
+from tests.integration.test_duplicate_keys_migration import index_pending
 
 LEDGER = [Claim(f"c{n}", f"Heat pumps cut emissions, register {n}.") for n in range(51)]  # 3 sources
 URLS = {"s-00000": "https://www.x.org/grid-outlook/?utm_source=x&fbclid=1", "s-00001": "https://x.org:443/a?year=2024&page=2",
@@ -57,19 +54,11 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
         await upgrade(db.engine)
         await fill_case(db, "urls", LEDGER)  # through the ledger's write path, which needs url_key
         await downgrade(db.engine, "0022")
-        proposal = str(uuid.uuid4())
         async with db.engine.begin() as connection:
             for source_id, address in URLS.items():
                 await connection.execute(text("UPDATE sources SET url = :u WHERE case_id = 'urls' AND source_id = :s"),
                                          {"u": address, "s": source_id})
-            await connection.execute(text(  # a pending source, indexed as the projection indexes one
-                "INSERT INTO proposals (proposal_id, case_id, kind, pinned_revision, agent_name, item_count) "
-                "VALUES (:p, 'urls', 'sources', 1, 'agent', 1)"), {"p": proposal})
-            await connection.execute(text(
-                "INSERT INTO proposal_items (proposal_id, item_id, position, payload) "
-                "VALUES (:p, 's-new', 0, CAST(:payload AS jsonb))"), {"p": proposal, "payload": json.dumps(PENDING)})
-            await SqlSearchIndex(connection).add("urls", [IndexRow(
-                "source", "s-new", proposal, "pending", PENDING["title"], PENDING["title"], BEFORE["s-new"])])
+            await index_pending(connection, "urls", "source", "s-new", PENDING, PENDING["title"], BEFORE["s-new"])
             for record_id, key in BEFORE.items():  # the keys as the projection wrote them before 0023
                 await connection.execute(text("UPDATE search_records SET dup_key = :k WHERE case_id = 'urls' "
                                               "AND kind = 'source' AND record_id = :r"), {"k": key, "r": record_id})
