@@ -16,6 +16,7 @@ async def migrate_database(database_url: str) -> None:
     db = Database.from_url(database_url, pool_size=1, application_name="threadline-migrate")
     try:
         await migrate.upgrade(db.engine)
+        await migrate.fill_url_keys(db.engine)  # sources a previous release wrote during a rollout or after a rollback
     finally:
         await db.dispose()
 

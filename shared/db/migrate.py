@@ -1,4 +1,5 @@
-"""Applies the Alembic migrations (`threadline migrate`, also run by `threadline up`)."""
+"""Applies the Alembic migrations (`threadline migrate`, also run by `threadline up`), then keys the sources a
+previous release wrote without a URL key."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from shared.search_text import normalise_url
+
 MIGRATIONS = Path(__file__).parent / "migrations"
+KEYED_AT_A_TIME = 2000
+UNKEYED = "SELECT case_id, source_id, url FROM sources WHERE url_key IS NULL LIMIT :batch"
+SET_URL_KEYS = """
+UPDATE sources s SET url_key = u.url_key
+FROM unnest(CAST(:case_ids AS text[]), CAST(:ids AS text[]), CAST(:keys AS text[])) AS u(case_id, source_id, url_key)
+WHERE s.case_id = u.case_id AND s.source_id = u.source_id AND s.url_key IS NULL
+"""
 
 
 def alembic_config(url: str) -> Config:
@@ -42,3 +53,18 @@ async def _move(engine: AsyncEngine, step: Callable[[Config, str], None], revisi
 def revision(url: str, message: str) -> None:
     """Autogenerate a new migration from the table definitions (development helper)."""
     command.revision(alembic_config(url), message=message, autogenerate=True)
+
+
+async def fill_url_keys(engine: AsyncEngine) -> int:
+    """Key the sources a previous release wrote without a URL key (`sources.url_key`, during a rollout or after a
+    rollback; migration 0024), by `normalise_url`, a batch per transaction; how many it keyed (none: a no-op)."""
+    keyed = 0
+    while True:
+        async with engine.begin() as connection:
+            rows = (await connection.execute(text(UNKEYED), {"batch": KEYED_AT_A_TIME})).all()
+            if not rows:
+                return keyed
+            await connection.execute(text(SET_URL_KEYS), {
+                "case_ids": [r.case_id for r in rows], "ids": [r.source_id for r in rows],
+                "keys": [normalise_url(r.url) for r in rows]})
+        keyed += len(rows)

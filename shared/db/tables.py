@@ -64,7 +64,9 @@ sources = Table(  # writer: review
     Column("publisher", Text, nullable=False),
     Column("title", Text, nullable=False),
     Column("url", Text, nullable=False),
-    Column("url_key", Text, nullable=False),  # the URL as duplicates compare it (shared/search_text.normalise_url)
+    # The URL as duplicates compare it (shared/search_text.normalise_url). Nullable: rows written by a previous release
+    # during a rollout or after a rollback have none until filled (0024; `threadline migrate` fills them).
+    Column("url_key", Text, nullable=True),
     Column("publication_date", Text, nullable=False),
     Column("snapshot_date", Text, nullable=False),
     Column("type", Text, nullable=False),

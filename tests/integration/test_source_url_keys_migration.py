@@ -1,6 +1,7 @@
 """Migration 0023 stores each ledger source's URL key (`sources.url_key`, by `normalise_url`: tracking parameters
 dropped, the others sorted) and recomputes the duplicate keys of indexed sources, ledger and pending, by the same
-rule; its downgrade recomputes them by the rule before and drops the column."""
+rule; its downgrade recomputes them by the rule before and drops the column. 0024 lets a source have no key (the release
+before 0023 writes none) and keys those it finds, as `threadline migrate` does after the migrations."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from sqlalchemy import text
 
 from services.cli.bench.search_corpus import Claim
 from services.cli.bench.search_fill import fill_case
-from shared.db.migrate import downgrade, upgrade
+from shared.db.migrate import downgrade, fill_url_keys, upgrade
 from shared.db.session import Database
 from shared.search_text import normalise_url
 from tests.factories import source_item
@@ -84,6 +85,52 @@ async def test_sources_url_keys_are_stored_and_their_duplicate_keys_recomputed_w
         assert await read(MANY_DUP_KEYS) == MANY_BEFORE
         async with db.engine.connect() as connection:
             assert (await connection.execute(text(COLUMN))).scalar() == 0
+    finally:
+        await db.dispose()
+        await servers.drop_database(url)
+
+
+# A source as the release before 0023 writes it: no url_key (0024 lets it, so that release keeps working beside this).
+PREVIOUS_RELEASE = """
+INSERT INTO sources (case_id, source_id, publisher, title, url, publication_date, snapshot_date, type, authority,
+                     evidence_text, provenance_note, decided_by, decided_at, revision)
+VALUES ('urls', :s, 'Agency', 'Outlook', :u, '2024-01-01', '2024-02-01', 'primary', 'Its own.', 'Figures.', 'Kept.',
+        'rita', now(), 1)
+"""
+OLD = {"s-old": "https://www.x.org/old/?utm_source=x&b=2&a=1", "s-later": "https://[::1]:8080/later?z=1&fbclid=2"}
+NULLABLE = ("SELECT is_nullable FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'sources' AND column_name = 'url_key'")
+
+
+async def test_a_source_written_without_url_key_by_the_previous_release_is_kept_at_head_keyed_and_back(servers):
+    url = await servers.create_database()
+    db = Database.from_url(url, pool_size=1)
+
+    async def url_key(source_id: str) -> str | None:
+        async with db.engine.connect() as connection:
+            return (await connection.execute(text("SELECT url_key FROM sources WHERE case_id = 'urls' "
+                                                  "AND source_id = :s"), {"s": source_id})).scalar_one()
+
+    async def nullable() -> str:
+        async with db.engine.connect() as connection:
+            return (await connection.execute(text(NULLABLE))).scalar_one()
+
+    try:
+        await upgrade(db.engine)
+        await fill_case(db, "urls", LEDGER)
+        async with db.engine.begin() as connection:
+            await connection.execute(text(PREVIOUS_RELEASE), {"s": "s-old", "u": OLD["s-old"]})
+        assert await url_key("s-old") is None and await nullable() == "YES"
+
+        await downgrade(db.engine, "0023")  # keys it by 0023's rule, then NOT NULL again
+        assert await url_key("s-old") == "x.org/old?a=1&b=2" and await nullable() == "NO"
+        await upgrade(db.engine)
+        assert await nullable() == "YES"
+        async with db.engine.begin() as connection:
+            await connection.execute(text(PREVIOUS_RELEASE), {"s": "s-later", "u": OLD["s-later"]})
+        assert await fill_url_keys(db.engine) == 1  # what `threadline migrate` runs after the migrations
+        assert await url_key("s-later") == normalise_url(OLD["s-later"]) == "[::1]:8080/later?z=1"
+        assert await fill_url_keys(db.engine) == 0
     finally:
         await db.dispose()
         await servers.drop_database(url)
