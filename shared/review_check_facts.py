@@ -2,7 +2,9 @@
 extra round trip; review's when a reviewer opens a proposal): the active sources the items cite, the active
 claims they name with each one's active sources, the case's active supports edges, and the active sources
 whose stored `url_key` is one of the items' URLs normalised (`search_text.normalise_url`, as `url_key` was
-written); and the day (UTC) they run on."""
+written), with those that have no key yet (written by a previous release during a rollout or after a rollback,
+until `threadline migrate` keys them: migration 0024), compared by their URL normalised here; and the day (UTC)
+they run on."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from shared.db.raw import fetch
 from shared.review_checks import CheckFacts, ClaimFact, SourceFact, wanted
+from shared.search_text import normalise_url
 
 CHECK_FACTS = """
 SELECT 'source' AS part, s.source_id AS a, s.type AS b, s.publisher AS c, s.publication_date AS d, NULL AS e
@@ -29,6 +32,9 @@ SELECT 'supports', r.source_claim_id, r.target_claim_id, NULL, NULL, NULL
 UNION ALL
 SELECT 'url', s.source_id, s.url_key, NULL, NULL, NULL
   FROM sources s WHERE s.case_id = $1 AND s.url_key = ANY($4::text[]) AND s.status = 'active'
+UNION ALL
+SELECT 'unkeyed', s.source_id, s.url, NULL, NULL, NULL
+  FROM sources s WHERE s.case_id = $1 AND s.url_key IS NULL AND s.status = 'active' AND cardinality($4::text[]) > 0
 """
 
 
@@ -51,8 +57,10 @@ async def load(connection: Any, case_id: str, items: Sequence[Any], relations: b
             cites.setdefault(a, []).append(SourceFact(e, b, c, d))
         elif part == "supports":
             facts.supports.append((a, b))
-        else:
+        elif part == "url":
             facts.urls.setdefault(b, []).append(a)
+        elif (key := normalise_url(b)) in urls:  # a source without a key yet ("unkeyed")
+            facts.urls.setdefault(key, []).append(a)
     facts.claims = {claim_id: ClaimFact(claim_id, kind, confidence, tuple(cites.get(claim_id, [])))
                     for claim_id, (kind, confidence) in claims.items()}
     return facts

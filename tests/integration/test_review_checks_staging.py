@@ -3,9 +3,10 @@ when a reviewer opens the proposal, against the ledger as it is then."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from shared.db.review_tables import review_check_flags
+from shared.db.tables import sources
 from tests.factories import NEXT_YEAR, agent_session, claim_item, relation_item, source_item
 
 
@@ -77,3 +78,15 @@ async def test_a_source_restaged_with_a_canonical_url_and_a_support_cycle_throug
         staged = await agent.stage("stage_relations", relations=[
             relation_item("ca", "c", "a"), relation_item("ac", "a", "c", "qualifies")])
         assert [(c["itemId"], c["check"]) for c in staged["reviewChecks"]] == [("ca", "support-cycle")]
+
+
+async def test_a_source_the_previous_release_wrote_without_a_url_key_is_still_found_restaged(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources",
+                             sources=[source_item("old", url="https://www.old.example/Report/?utm_source=x")])
+        async with stack.db.engine.begin() as connection:  # as the previous release writes it, until `migrate` keys it
+            await connection.execute(update(sources).where(sources.c.case_id == agent.case_id,
+                                                           sources.c.source_id == "old").values(url_key=None))
+        again = await agent.stage("stage_sources", sources=[source_item("old-copy", url="http://old.example/Report")])
+        assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [("old-copy", "source-url-restaged")]
+        assert "canonical source old has" in again["reviewChecks"][0]["message"]
