@@ -4,7 +4,8 @@ sources), `none` (no active source); and `independentOrigins`, the number of dis
 counted as evidence health counts them (shared/health.py: a blank publisher names no origin).
 
 `grounding_for` is the one place every read asks: get_workspace's scopes, the map, the proposal page, the
-`ledger.changed` events of a retirement, and `inspect_claims`/`search_workspace`."""
+`ledger.changed` events of a retirement, and `inspect_claims`/`search_workspace`; `grounding_around` is the history's (a
+diff's and a claim timeline's changes of grounding), by the same `label`."""
 
 from __future__ import annotations
 
@@ -71,3 +72,32 @@ async def grounding_for(connection: Any, case_id: str, claim_ids: Sequence[str],
     for row in await fetch(connection, GROUNDING, case_id, wanted, as_of):
         found[row["claim_id"]].append((row["type"], row["publisher"]))
     return {claim_id: label(sources) for claim_id, sources in found.items()}
+
+
+# Each (claim, revision) pair's sources active just before the revision (R - 1) or at it (R), flagged which.
+GROUNDING_AROUND = """
+SELECT k.claim_id, k.revision, s.type, s.publisher,
+       s.revision < k.revision AND (s.ended_revision IS NULL OR s.ended_revision >= k.revision) AS before,
+       s.ended_revision IS NULL OR s.ended_revision > k.revision AS after
+FROM unnest($2::text[], $3::bigint[]) AS k(claim_id, revision)
+JOIN claim_sources cs ON cs.case_id = $1 AND cs.claim_id = k.claim_id
+JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
+WHERE s.revision <= k.revision AND (s.ended_revision IS NULL OR s.ended_revision >= k.revision)
+"""
+
+
+async def grounding_around(connection: Any, case_id: str,
+                           keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """{(claimId, revision): {before, after}}: each claim's grounding just before the revision and at it, for every
+    pair in one read whatever their revisions."""
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return {}
+    found: dict[tuple[str, int], tuple[list, list]] = {key: ([], []) for key in wanted}
+    for row in await fetch(connection, GROUNDING_AROUND, case_id, [c for c, _ in wanted], [r for _, r in wanted]):
+        before, after = found[(row["claim_id"], row["revision"])]
+        if row["before"]:
+            before.append((row["type"], row["publisher"]))
+        if row["after"]:
+            after.append((row["type"], row["publisher"]))
+    return {key: {"before": label(before), "after": label(after)} for key, (before, after) in found.items()}

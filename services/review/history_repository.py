@@ -30,7 +30,7 @@ from shared.db.tables import (
     sources,
 )
 from shared.errors import InvalidArgument
-from shared.grounding import grounding_for
+from shared.grounding import grounding_around
 
 RECORDS = (("source", sources, sources.c.source_id), ("claim", claims, claims.c.claim_id),
            ("relation", relations, relations.c.relation_id), ("group", merge_groups, merge_groups.c.group_id))
@@ -40,6 +40,7 @@ NULL_TEXT = literal_column("NULL::text")
 LOGGED_DECISIONS = (change_log.outerjoin(decisions, decisions.c.decision_id == change_log.c.decision_id)
                     .outerjoin(proposals, proposals.c.proposal_id == decisions.c.proposal_id))
 PROVENANCE = ("proposal_id", "staged_by", "staged_at", "decision_id", "decided_by", "decided_at", "revision")
+CANDIDATES_AT_A_TIME = 500  # claims whose grounding may have changed, read and compared at a time (a diff, a timeline)
 
 
 def _ended_at(table: Any, as_of: int) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class SqlHistory:
             .order_by(r.revision, r.claim_id).limit(cap + 1)))
         regrounded = await self.grounding_changes(case_id, start, end, cap, unrated=True)
         keys = [(x["claim_id"], x["revision"]) for x in rerated[:cap]]
-        grounding = await self.grounding_between(case_id, keys)
+        grounding = await grounding_around(self.connection, case_id, keys)
         for x in rerated:
             x["grounding"] = grounding.get((x["claim_id"], x["revision"]))
         return {"records": rows, "rerated": rerated, "regrounded": regrounded, "log": logged, "resolved": resolved}
@@ -120,7 +121,10 @@ class SqlHistory:
         order. Grounding is derived from the active sources, so only a source's ending changes it: the candidates are
         the claims citing a source that ended then. Each candidate is compared (by the grounding rules, which live
         in Python) before the cap is applied, so those whose label and number of origins stayed the same neither use
-        up the cap nor count. `unrated`: only changes at a revision that did not re-rate the claim's evidence health."""
+        up the cap nor count. The candidates are read and compared `CANDIDATES_AT_A_TIME` at a time in (revision,
+        claim) order, each batch's groundings in one read, so memory holds one batch and the first `cap` + 1 changes
+        however long the history, and `total` stays exact. `unrated`: only changes at a revision that did not re-rate
+        the claim's evidence health."""
         ended = sources.c.ended_revision
         query = (select(claim_sources.c.claim_id, ended.label("revision"), change_log.c.actor, change_log.c.at)
                  .distinct()
@@ -143,24 +147,23 @@ class SqlHistory:
                                 .where(rating_history.c.case_id == claim_sources.c.case_id,
                                        rating_history.c.claim_id == claim_sources.c.claim_id,
                                        rating_history.c.revision == ended).exists())
-        found = dicts(await self.connection.execute(query.order_by(ended, claim_sources.c.claim_id)))
-        grounding = await self.grounding_between(case_id, [(x["claim_id"], x["revision"]) for x in found])
-        changed = [{**x, "grounding": pair} for x in found
-                   if (pair := grounding[(x["claim_id"], x["revision"])])["before"] != pair["after"]]
-        return [{**x, "total": len(changed)} for x in changed[:cap + 1]]
-
-    async def grounding_between(self, case_id: str,
-                                keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
-        """{(claim, revision): {before, after}}: each claim's grounding just before the revision and at it."""
-        by_revision: dict[int, list[str]] = {}
-        for claim_id, revision in keys:
-            by_revision.setdefault(revision, []).append(claim_id)
-        found: dict[tuple[str, int], dict[str, Any]] = {}
-        for revision, claim_ids in by_revision.items():
-            before = await grounding_for(self.connection, case_id, claim_ids, revision - 1)
-            after = await grounding_for(self.connection, case_id, claim_ids, revision)
-            found.update({(c, revision): {"before": before[c], "after": after[c]} for c in claim_ids})
-        return found
+        position = tuple_(ended, claim_sources.c.claim_id)
+        changed: list[dict[str, Any]] = []
+        total, after = 0, None
+        while True:
+            batch = query if after is None else query.where(position > tuple_(*after))
+            found = dicts(await self.connection.execute(
+                batch.order_by(ended, claim_sources.c.claim_id).limit(CANDIDATES_AT_A_TIME)))
+            grounding = await grounding_around(self.connection, case_id,
+                                               [(x["claim_id"], x["revision"]) for x in found])
+            for x in found:
+                if (pair := grounding[(x["claim_id"], x["revision"])])["before"] != pair["after"]:
+                    total += 1
+                    if len(changed) <= cap:
+                        changed.append({**x, "grounding": pair})
+            if len(found) < CANDIDATES_AT_A_TIME:
+                return [{**x, "total": total} for x in changed]
+            after = (found[-1]["revision"], found[-1]["claim_id"])
 
     # --- a claim's timeline -------------------------------------------------------------------------------
 
