@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, text, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import ARRAY, Text, bindparam, func, insert, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -153,21 +153,30 @@ async def set_position(connection: AsyncConnection, stream_seq: int) -> None:
     await connection.execute(update(webhook_ingest).where(webhook_ingest.c.id == 1).values(stream_seq=stream_seq))
 
 
-async def record_event(connection: AsyncConnection, *, event_id: str, stream_seq: int, aggregate: str,
-                       event_type: str, revision: int | None, envelope: dict[str, Any]) -> None:
-    await connection.execute(
-        pg_insert(webhook_events).values(event_id=event_id, stream_seq=stream_seq, aggregate=aggregate,
-                                         event_type=event_type, revision=revision, envelope=envelope)
-        .on_conflict_do_nothing(index_elements=[webhook_events.c.event_id])
-    )
+# An event and its deliveries, in one round trip. An event recorded before (republished after a restore, at
+# another sequence) inserts nothing, so it gets no deliveries: those were made when it was first recorded, and
+# a webhook registered since must not be sent an event from before it existed.
+RECORD = text("""
+WITH recorded AS (
+    INSERT INTO webhook_events (event_id, stream_seq, aggregate, event_type, revision, envelope)
+    VALUES (:event_id, :stream_seq, :aggregate, :event_type, :revision, :envelope)
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING event_id, stream_seq, aggregate
+)
+INSERT INTO webhook_deliveries (webhook_id, event_id, stream_seq, aggregate)
+SELECT receiver, recorded.event_id, recorded.stream_seq, recorded.aggregate
+FROM recorded CROSS JOIN unnest(CAST(:webhook_ids AS uuid[])) AS receiver
+ON CONFLICT (webhook_id, event_id) DO NOTHING
+""").bindparams(bindparam("envelope", type_=JSONB), bindparam("webhook_ids", type_=ARRAY(Text)))
 
 
-async def add_deliveries(connection: AsyncConnection, webhook_ids: list[str], *, event_id: str, stream_seq: int,
-                         aggregate: str) -> None:
-    rows = [{"webhook_id": w, "event_id": event_id, "stream_seq": stream_seq, "aggregate": aggregate}
-            for w in webhook_ids]
-    await connection.execute(pg_insert(webhook_deliveries).values(rows).on_conflict_do_nothing(
-        index_elements=[webhook_deliveries.c.webhook_id, webhook_deliveries.c.event_id]))
+async def record_event(connection: AsyncConnection, webhook_ids: list[str], *, event_id: str, stream_seq: int,
+                       aggregate: str, event_type: str, revision: int | None, envelope: dict[str, Any]) -> int:
+    """Record an event for the webhooks that receive it, unless it was recorded before; the deliveries made."""
+    result = await connection.execute(RECORD, {
+        "event_id": event_id, "stream_seq": stream_seq, "aggregate": aggregate, "event_type": event_type,
+        "revision": revision, "envelope": envelope, "webhook_ids": webhook_ids})
+    return result.rowcount
 
 
 # The deliveries that may go out now: due, not leased, of an active webhook, and the first of their chain

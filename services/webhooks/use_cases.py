@@ -187,6 +187,11 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
     deliveries for the webhooks each is for, in stream order, in one transaction; idempotent. Stops
     before an event whose predecessor has not been recorded yet (`first_after` asks the stream).
 
+    An event recorded before, come back at another sequence (republished after a restore), gets no new
+    deliveries: its deliveries were made when it was first recorded, so a webhook registered since is not sent
+    it. Only events some webhook receives are recorded, though: one no webhook wanted when first published,
+    republished after a restore, can still reach a webhook registered after it.
+
     `stream` is asked whether the position counts in it (or it is a new stream) before this process records
     its first batch — a restore always means a new process —, whenever the stream recorded is not the one
     this process checked (`checked`, the `stream_created` the last call returned; None before the first),
@@ -211,12 +216,10 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
                 continue
             receivers = [w.webhook_id for w in live if w.receives(aggregate, envelope["type"], stream_seq)]
             if receivers:
-                await repo.record_event(connection, event_id=envelope["id"], stream_seq=stream_seq,
-                                        aggregate=aggregate, event_type=envelope["type"],
-                                        revision=envelope.get("revision"), envelope=envelope)
-                await repo.add_deliveries(connection, receivers, event_id=envelope["id"], stream_seq=stream_seq,
-                                          aggregate=aggregate)
-                made += len(receivers)
+                made += await repo.record_event(connection, receivers, event_id=envelope["id"],
+                                                stream_seq=stream_seq, aggregate=aggregate,
+                                                event_type=envelope["type"], revision=envelope.get("revision"),
+                                                envelope=envelope)
         await repo.set_position(connection, position)
     return Recorded(position, made, created)
 
