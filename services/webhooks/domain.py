@@ -76,7 +76,8 @@ def is_new_stream(position: int, recorded_in: datetime | None, stream: Stream) -
     that its events are all new to the webhooks, from the first, and what was recorded moves below them.
 
     * A position beyond every sequence the stream holds is of another stream (a restore into a new data dir
-      starts an empty one), whatever identity was recorded.
+      starts an empty one), unless the stream has the creation time recorded with it: then it is the same
+      stream, rewound (`is_rewound`). An identity unknown on either side cannot tell them apart: a new stream.
     * Otherwise the creation time recorded with the position (`recorded_in`) decides, compared as a time. None
       (recorded before identities were) or the same time: the same stream.
     * Another time at position 0: a new stream. Nothing of it can have been recorded yet, so moving the old
@@ -89,10 +90,22 @@ def is_new_stream(position: int, recorded_in: datetime | None, stream: Stream) -
       at most `position` events, where counting again would stall every webhook.
     """
     if stream.last_seq < position:
-        return True
+        return not is_rewound(position, recorded_in, stream)
     if recorded_in is None or stream.created is None or recorded_in == stream.created:
         return False
     return position == 0
+
+
+def is_rewound(position: int, recorded_in: datetime | None, stream: Stream) -> bool:
+    """Whether `stream` is the one the recorded `position` counts in, restored from a backup that ends before
+    it (docs/operations.md, "After a restore"): the creation time recorded (`recorded_in`), and fewer events
+    than recorded. Its sequences up to its last are the events recorded at them, so recording goes on after its
+    last sequence, and what was recorded moves below that. The events it lost come back at new sequences as the
+    relay publishes them again: one recorded before gets no second delivery, but one no webhook wanted then
+    (never recorded) can reach a webhook registered since.
+    """
+    return (stream.last_seq < position and recorded_in is not None and stream.created is not None
+            and recorded_in == stream.created)
 
 
 @dataclass(frozen=True)

@@ -134,10 +134,13 @@ async def set_stream(connection: AsyncConnection, created: datetime | None) -> N
                              .values(stream_created=_stored(created)))
 
 
-async def start_new_stream(connection: AsyncConnection, created: datetime | None) -> int:
-    """Count from a new stream's first event: every sequence recorded in the old one (events, deliveries,
-    webhooks' starting points) moves down to zero or below, so the new stream's come after them all and a
-    webhook registered before receives every one of them; the position goes back to 0. Returns the shift."""
+async def start_new_stream(connection: AsyncConnection, created: datetime | None, *, resume_at: int = 0) -> int:
+    """Go on in a stream after its sequence `resume_at`: 0 for a new stream, the last it holds for one rewound (the
+    same stream restored from an older backup). Every sequence recorded (events, deliveries, webhooks' starting
+    points) moves down to zero or below, order kept, so the stream's events after `resume_at` come after them all
+    and a webhook registered before receives every one of them; the position becomes `resume_at`. Returns the
+    shift. What was recorded then shows no sequence of the stream, not even an event a rewound one still holds:
+    moved only to `resume_at` or below, they would show sequences the stream gives other events."""
     i, e, d, w = webhook_ingest, webhook_events, webhook_deliveries, webhooks
     shift = (await connection.execute(select(func.greatest(
         select(i.c.stream_seq).where(i.c.id == 1).scalar_subquery(),
@@ -145,7 +148,7 @@ async def start_new_stream(connection: AsyncConnection, created: datetime | None
         select(func.max(w.c.start_after_seq)).scalar_subquery())))).scalar_one()
     for table, column in ((e, e.c.stream_seq), (d, d.c.stream_seq), (w, w.c.start_after_seq)):
         await connection.execute(update(table).values({column.name: column - shift}))
-    await connection.execute(update(i).where(i.c.id == 1).values(stream_seq=0, stream_created=_stored(created)))
+    await connection.execute(update(i).where(i.c.id == 1).values(stream_seq=resume_at, stream_created=_stored(created)))
     return shift
 
 

@@ -225,12 +225,16 @@ async def record_events(ctx: ServiceContext, batch: list[tuple[int, dict[str, An
 
 
 async def _follow_stream(connection: Any, ingest: repo.Ingest, stream: domain.Stream) -> int:
-    """The position to go on from in `stream`, under the position lock: 0 when it is a new stream."""
-    if domain.is_new_stream(ingest.stream_seq, ingest.stream_created, stream):
-        shift = await repo.start_new_stream(connection, stream.created)
-        log.warning("event_stream_new", recorded_position=ingest.stream_seq, recorded_stream=_when(ingest.stream_created),
-                    stream_created=_when(stream.created), stream_last_seq=stream.last_seq, earlier_sequences_less=shift)
-        return 0
+    """The position to go on from in `stream`, under the position lock: 0 when it is a new stream, its last
+    sequence when it is the recorded stream rewound (restored from an older backup)."""
+    new = domain.is_new_stream(ingest.stream_seq, ingest.stream_created, stream)
+    if new or domain.is_rewound(ingest.stream_seq, ingest.stream_created, stream):
+        resume_at = 0 if new else stream.last_seq
+        shift = await repo.start_new_stream(connection, stream.created, resume_at=resume_at)
+        log.warning("event_stream_new" if new else "event_stream_rewound", recorded_position=ingest.stream_seq,
+                    recorded_stream=_when(ingest.stream_created), stream_created=_when(stream.created),
+                    stream_last_seq=stream.last_seq, earlier_sequences_less=shift)
+        return resume_at
     if stream.created is not None and ingest.stream_created != stream.created:
         if ingest.stream_created is not None:
             # The stream holds the position under another identity: see domain.is_new_stream.

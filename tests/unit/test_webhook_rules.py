@@ -18,6 +18,7 @@ from services.webhooks.domain import (
     comes_next,
     excerpt,
     is_new_stream,
+    is_rewound,
     outcome,
     refused_address,
 )
@@ -79,6 +80,19 @@ def test_another_stream_is_new_at_position_0_and_a_stale_identity_where_the_stre
     assert not is_new_stream(7, JAN, Stream(MARCH, 7)), "events of this stream were recorded under the old identity"
     assert not is_new_stream(7, JAN, Stream(MARCH, 30))
     assert not is_new_stream(7, JAN, Stream(None, 30)), "no identity to compare"
+
+
+def test_the_recorded_stream_with_fewer_events_than_recorded_is_rewound_not_new():
+    assert is_rewound(52, JAN, Stream(JAN, 40)), "restored from an older backup of the same stream"
+    assert not is_new_stream(52, JAN, Stream(JAN, 40))
+    assert is_rewound(52, JAN, Stream(datetime(2025, 1, 1, 1, tzinfo=timezone(timedelta(hours=1))), 0)), \
+        "the same time, written otherwise; a backup taken while it was empty"
+    assert not is_rewound(52, JAN, Stream(JAN, 52)) and not is_rewound(52, JAN, Stream(JAN, 60)), "it holds the position"
+    assert not is_rewound(52, JAN, Stream(MARCH, 40)) and is_new_stream(52, JAN, Stream(MARCH, 40))
+    assert not is_rewound(52, None, Stream(JAN, 40)) and is_new_stream(52, None, Stream(JAN, 40)), \
+        "no identity recorded: cannot tell"
+    assert not is_rewound(52, JAN, Stream(None, 40)) and is_new_stream(52, JAN, Stream(None, 40)), \
+        "no identity given: cannot tell"
 
 
 def test_retries_back_off_exponentially_with_jitter_up_to_the_cap():
