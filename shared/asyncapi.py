@@ -10,6 +10,7 @@ from pydantic.json_schema import models_json_schema
 
 from shared import version
 from shared.command_contracts import command_requests
+from shared.deadlines import SENT_AT, TIMEOUT
 from shared.events import DATA_SCHEMAS, EventType
 from shared.settings import Settings
 from shared.subjects import OWNER, Subjects, event_suffix
@@ -26,6 +27,15 @@ ERROR_SCHEMA = {
         "hint": {"type": "string", "description": "How to fix the call."},
         "details": {"type": "object"},
     },
+}
+
+DEADLINE_HEADERS = {
+    SENT_AT: {"type": "string", "description": "When the caller sent the request: Unix epoch seconds, to the "
+                                             "millisecond (1765119024.123)."},
+    TIMEOUT: {"type": "string", "description": "How many seconds from then the caller waits (10). A request its "
+                                             "caller has stopped waiting for is not handled, and answered "
+                                             "`unavailable` (to an inbox nobody reads); a request without these "
+                                             "headers is always handled."},
 }
 
 REPLY_SCHEMA = {
@@ -83,7 +93,7 @@ def document(settings: Settings) -> dict[str, Any]:
             "name": name,
             "title": f"{command.value} request",
             "headers": {"type": "object", "properties": {
-                "correlation_id": {"type": "string"}, "traceparent": {"type": "string"}}},
+                "correlation_id": {"type": "string"}, "traceparent": {"type": "string"}, **DEADLINE_HEADERS}},
             "payload": refs[(model, "validation")],
         }
         channel = f"cmd.{command.value}"

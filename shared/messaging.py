@@ -26,6 +26,7 @@ from nats.errors import MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared import problems
+from shared.deadlines import DeadlineMiddleware, deadline_headers
 from shared.errors import InternalError, InvalidArgument, ThreadlineError, Unavailable, from_dict
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
@@ -109,7 +110,8 @@ def create_broker(settings: Settings, *, role: str, name: str) -> NatsBroker:
     )
     return NatsBroker(
         **nats_options(settings, role, name=name).broker(),
-        middlewares=[*broker_middlewares(name), CorrelationMiddleware, errors],
+        # A command whose caller stopped waiting is answered before it is timed or logged as handled.
+        middlewares=[*broker_middlewares(name), DeadlineMiddleware, CorrelationMiddleware, errors],
         logger=get_logger("faststream"),
         log_level=logging.DEBUG,  # its per-message lines; the histograms time every command
         max_reconnect_attempts=-1,
@@ -190,7 +192,8 @@ class ServiceClient:
         if isinstance(payload, pydantic.BaseModel):
             payload = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
         # Straight on the broker's NATS connection: the request is one message with the headers FastStream's
-        # subscribers read (content type, correlation id) and the caller's trace context.
+        # subscribers read (content type, correlation id), the caller's trace context and its deadline
+        # (shared/deadlines.py: a service does nothing for a caller that has stopped waiting).
         headers = {"content-type": "application/json", "correlation_id": correlation_id or new_correlation_id()}
         if traceparent:
             headers[TRACEPARENT] = traceparent
@@ -200,6 +203,7 @@ class ServiceClient:
             if not self._connected():
                 raise nats_unreachable()
             epoch = self._epoch()
+            headers |= deadline_headers(seconds)  # each send waits `seconds` anew
             with message_span(subject, "publish", headers) if tracing_enabled() else contextlib.nullcontext():
                 request = asyncio.ensure_future(self.broker.connection.request(
                     subject, data, timeout=seconds, headers=headers))

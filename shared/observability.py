@@ -13,7 +13,7 @@ from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 
 from shared.logging import get_logger
 from shared.settings import Settings
@@ -25,6 +25,10 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 COMMAND_SECONDS = Histogram(
     "threadline_command_seconds", "Time a service took to handle one command, by service and command",
     ["service", "command"], buckets=LATENCY_BUCKETS,
+)
+COMMANDS_EXPIRED = Counter(
+    "threadline_commands_expired", "Commands a service did not handle because their caller had stopped waiting, "
+    "by service and command", ["service", "command"],
 )
 
 _provider: TracerProvider | None = None
