@@ -91,11 +91,16 @@ def serve(
     except ValueError:
         raise typer.BadParameter(f"unknown service {service!r}; use one of {[s.value for s in Service]}") from None
     settings = _settings(data_dir)
-    if which is Service.GATEWAY:
-        from services.gateway.app import main
+    if which is Service.GATEWAY and stdio:
+        # Not services.gateway.app: an agent host waits for the HTTP stack's imports at every start otherwise.
+        from services.gateway.stdio import main as serve_stdio
         if token is None and settings.token is not None:
             token = settings.token.get_secret_value()
-        _run(main(settings, stdio=stdio, token=token))
+        _run(serve_stdio(settings, token))
+        return
+    if which is Service.GATEWAY:
+        from services.gateway.app import main
+        _run(main(settings))
         return
     if stdio:
         raise typer.BadParameter("--stdio applies to the gateway only")

@@ -1,4 +1,4 @@
-"""The gateway process: `threadline serve gateway` (HTTP) or `threadline serve gateway --stdio`."""
+"""The gateway process: `threadline serve gateway` (HTTP; `--stdio` is services/gateway/stdio.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import contextlib
 import json
 import re
 import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
-from faststream.nats import NatsBroker
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -40,8 +37,7 @@ from services.gateway import (
     ui,
     webhooks_ui,
 )
-from services.gateway.auth import Principal, TokenStore
-from services.gateway.discoveries import Discoveries
+from services.gateway.auth import Principal
 from services.gateway.errors import http_error, invalid_argument, routing_error
 from services.gateway.intake import Intake
 from services.gateway.limits import BodyLimit
@@ -52,13 +48,12 @@ from services.gateway.mcp_server import (
     build_server,
     principal_from_http,
 )
-from services.gateway.sessions import UiSessions
+from services.gateway.stdio import main as stdio_main
+from services.gateway.wiring import Gateway
 from shared import asyncapi, version
-from shared.db.session import Database
-from shared.errors import InternalError, ThreadlineError, Unauthenticated, Unavailable
+from shared.errors import InternalError, ThreadlineError, Unavailable
 from shared.logging import bound, configure_logging, get_logger
-from shared.messaging import ServiceClient, create_broker, new_correlation_id, new_traceparent, stop_broker
-from shared.nats_auth import GATEWAY
+from shared.messaging import new_correlation_id, new_traceparent
 from shared.observability import (
     configure_tracing,
     current_traceparent,
@@ -69,7 +64,6 @@ from shared.observability import (
 from shared.outage import outage
 from shared.service import STOP_DEADLINE_SECONDS, exit_after, freeze_heap, probe_server
 from shared.settings import Settings
-from shared.subjects import Subjects
 
 log = get_logger(__name__)
 
@@ -77,35 +71,6 @@ LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 CORRELATION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 KEEP_ALIVE_SECONDS = 65  # an idle HTTP connection stays open this long (above the clients' 5 s; _serve)
-
-
-@dataclass
-class Gateway:
-    settings: Settings
-    db: Database
-    broker: NatsBroker
-    client: ServiceClient
-    tokens: TokenStore
-    discoveries: Discoveries
-    sessions: UiSessions
-
-    @classmethod
-    def connect(cls, settings: Settings) -> Gateway:
-        db = Database.from_url(
-            settings.resolved_database_url(), pool_size=settings.db_pool_size, application_name="threadline-gateway",
-            transaction_pooler=settings.database_transaction_pooler,
-        )
-        broker = create_broker(settings, role=GATEWAY, name="threadline-gateway")
-        client = ServiceClient(broker, Subjects(settings.nats_prefix), settings.request_timeout, presume_running=True)
-        return cls(settings, db, broker, client, TokenStore(db, settings.auth_cache_seconds),
-                   Discoveries(db, settings.auth_cache_seconds), UiSessions(db))
-
-    async def start(self) -> None:
-        await self.broker.start()
-
-    async def stop(self) -> None:
-        await stop_broker(self.broker)
-        await self.db.dispose()
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -349,11 +314,14 @@ async def _answers(check: Awaitable[bool]) -> bool:
 
 
 async def main(settings: Settings, *, stdio: bool = False, token: str | None = None) -> None:
+    if stdio:  # `serve gateway --stdio` imports services.gateway.stdio alone; this is for callers of this module
+        await stdio_main(settings, token)
+        return
     configure_logging("gateway", settings.log_level, settings.log_format)
     configure_tracing("gateway", settings)
     freeze_heap()  # what it imported, before it serves: shared/service.py says why
     try:
-        await _serve(settings, stdio=stdio, token=token)
+        await _serve(settings)
     finally:
         shutdown_tracing()
 
@@ -374,10 +342,7 @@ def server_config(app: Any, settings: Settings, *, port: int | None = None) -> u
     )
 
 
-async def _serve(settings: Settings, *, stdio: bool, token: str | None) -> None:
-    if stdio:
-        await serve_stdio(settings, token)
-        return
+async def _serve(settings: Settings) -> None:
     config = server_config(create_app(settings), settings)
     if not settings.http_reuse_port:
         await DeadlineServer(config).serve()
@@ -398,25 +363,3 @@ class DeadlineServer(uvicorn.Server):
         if not self.should_exit:
             exit_after(STOP_DEADLINE_SECONDS)
         super().handle_exit(sig, frame)
-
-
-async def serve_stdio(settings: Settings, token: str | None) -> None:
-    """MCP over stdin/stdout for a local agent host; the agent token comes from THREADLINE_TOKEN."""
-    from mcp.server.stdio import stdio_server
-
-    if not token:
-        raise Unauthenticated("stdio needs an agent token", hint="set THREADLINE_TOKEN or pass --token")
-    gateway = Gateway.connect(settings)
-    principal = await gateway.tokens.authenticate(f"Bearer {token}")
-
-    async def resolve(ctx: Any) -> Principal:
-        return principal
-
-    server = build_server(gateway.client, gateway.discoveries, resolve, version())
-    await gateway.start()
-    try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        await gateway.stop()
-    print("threadline gateway (stdio) stopped", file=sys.stderr)
