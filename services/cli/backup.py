@@ -55,7 +55,7 @@ def _failed(tool: str, error: subprocess.CalledProcessError) -> Refused:
 def backup(settings: Settings, target: Path) -> dict[str, Any]:
     bin_dir = tools()
     url = _libpq(settings.resolved_database_url())  # a running `up`'s, or THREADLINE_DATABASE_URL
-    target = target.resolve()
+    target = target.absolute()  # not resolved: written_whole keeps a symlink, and writes /dev/stdout in place
     # Readable by its owner only, and pg_dump keeps the mode of the file it writes into: a backup holds webhook
     # secrets and token digests, and pg_dump's own file would be as readable as the umask allows.
     with written_whole(target, "the backup", mode=BACKUP_MODE) as partial:

@@ -4,6 +4,8 @@ as a person reads them (code, message, hint) instead of a traceback, refusals, a
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,21 +51,43 @@ def cannot_write(what: str, target: Path, why: str, option: str = "") -> Refused
 def written_whole(target: Path, what: str, option: str = "", mode: int = 0o666) -> Iterator[Path]:
     """An empty file beside `target` (`.NAME.partial`, made with `mode`) to write `what` into, put in `target`'s
     place only once the block ends without an error: a failed write neither leaves a file that looks whole nor
-    truncates the one that was there."""
+    truncates the one that was there.
+
+    A symlink is followed: the file it points to is replaced, the link kept. A target that is no regular file
+    (/dev/null, a FIFO, /dev/stdout on a pipe) is written in place: there is nothing to replace. A file in a
+    directory that cannot be written is filled, once `what` is whole, from a partial file in the temporary
+    directory."""
     if target.is_dir():
         raise cannot_write(what, target, "it is a directory", option)
+    if target.exists() and not target.is_file():
+        if not os.access(target, os.W_OK):
+            raise cannot_write(what, target, "Permission denied", option)
+        yield target
+        return
+    target = Path(os.path.realpath(target)) if target.is_symlink() else target
     partial = target.with_name(f".{target.name}.partial")
     try:
         partial.unlink(missing_ok=True)
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
     except OSError as error:
-        raise cannot_write(what, target, error.strerror or str(error), option) from None
+        if not (target.is_file() and os.access(target, os.W_OK)):
+            raise cannot_write(what, target, error.strerror or str(error), option) from None
+        # The directory refuses a file beside it, the file itself takes writes: copied into it once whole.
+        descriptor, name = tempfile.mkstemp(prefix="threadline-", suffix=".partial")  # mode 0600
+        os.close(descriptor)
+        partial = Path(name)
     try:
         yield partial
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    os.replace(partial, target)
+    if partial.parent == target.parent:
+        os.replace(partial, target)
+        return
+    try:
+        shutil.copyfile(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def settings_for(data_dir: Path | None = None) -> Settings:
