@@ -39,11 +39,7 @@ def _stream(api: Api, case_id: str, params: dict, target: BinaryIO) -> None:
         with api.client.stream("GET", f"/api/v1/cases/{case_id}/export", params=params, timeout=None) as response:
             if response.status_code >= 400:
                 response.read()
-                error = response.json().get("error", {})
-                typer.secho(f"error ({error.get('code')}): {error.get('message')}", fg="red", err=True)
-                if error.get("hint"):
-                    typer.echo(f"hint: {error['hint']}", err=True)
-                raise typer.Exit(1)
+                api.answer(response)  # prints the error and exits
             for data in response.iter_bytes():
                 target.write(data)
     except httpx2.HTTPError as error:

@@ -82,6 +82,11 @@ class Api:
         except httpx2.HTTPError as error:
             errors.print(f"cannot reach {self.url}: {error}", style="red")
             raise typer.Exit(2) from None
+        return self.answer(response)
+
+    def answer(self, response: httpx2.Response) -> Any:
+        """A response's JSON; a refusal, or an answer that is not the gateway's JSON (a proxy's error page), is
+        printed on standard error and ends the command."""
         try:
             body = response.json()
         except ValueError:  # not the gateway's JSON: a proxy's error page, or another server on that port
