@@ -152,7 +152,9 @@ def token_list(data_dir: DataDir = None, as_json: Annotated[bool, typer.Option(
 
     listed = _run(list_tokens(_settings(data_dir)))
     if as_json:
-        return typer.echo("\n".join(json.dumps(token) for token in listed))
+        for token in listed:  # none: no output, not an empty line
+            typer.echo(json.dumps(token))
+        return
     table = Table("token", "name", "role", "created by", "created", "revoked")
     table.columns[0].no_wrap = True
     for t in listed:
