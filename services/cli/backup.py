@@ -2,7 +2,8 @@
 
 A backup is one consistent snapshot of the database (pg_dump reads it in one transaction while `up` keeps
 running), in PostgreSQL's custom format. A restore goes into a stopped data dir: into a database of its own
-first, which replaces the data dir's only once every row is in. Both use the embedded PostgreSQL's own
+first, which replaces the data dir's only once every row is in; the data dir's event stream store is then moved
+aside, and the next `up` starts a new stream, as in a new data dir. Both use the embedded PostgreSQL's own
 tools: the system's pg_dump may be older than the embedded server, and then refuses to dump it.
 """
 
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import shlex
 import subprocess
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -21,7 +24,7 @@ import asyncpg
 import typer
 
 from services.cli.running import Refused, refusing, run, settings_for, written_whole
-from shared.settings import Settings
+from shared.settings import CREDENTIALS_FILE, Settings
 
 DUMP_MAGIC = b"PGDMP"  # how every custom-format archive begins
 DATABASE = "threadline"  # the database `up` keeps in its embedded PostgreSQL
@@ -99,7 +102,8 @@ def _check_dump(bin_dir: Path, source: Path) -> None:
         raise Refused(f"{source} is not a database dump", "give a file `threadline backup` wrote")
 
 
-async def _restore_into(postgres: Any, bin_dir: Path, source: Path) -> None:
+async def _restore_into(postgres: Any, bin_dir: Path, source: Path) -> str:
+    """The restored database's URL."""
     url = await postgres.start()
     admin = url.replace(f"/{DATABASE}?", "/postgres?")
     connection = await asyncpg.connect(admin)
@@ -117,6 +121,26 @@ async def _restore_into(postgres: Any, bin_dir: Path, source: Path) -> None:
         await connection.execute(f'ALTER DATABASE "{RESTORING}" RENAME TO "{DATABASE}"')
     finally:
         await connection.close()
+    return url
+
+
+async def _holds_a_token_of(url: str, credentials: Path) -> bool:
+    """Whether the restored database holds a token the data dir's credentials.json names (or there is none): it
+    does when the dump came from this data dir."""
+    if not credentials.exists():
+        return True
+    from services.cli.credentials import FIRST_ROLES
+    from services.gateway.auth import digest
+
+    named = json.loads(credentials.read_text())
+    connection = await asyncpg.connect(url)
+    try:
+        if await connection.fetchval("SELECT to_regclass('api_tokens')") is None:  # a dump of an empty database
+            return False
+        return bool(await connection.fetchval("SELECT count(*) FROM api_tokens WHERE token_hash = ANY($1::bytea[])",
+                                              [digest(named[role]) for role in FIRST_ROLES if role in named]))
+    finally:
+        await connection.close()
 
 
 async def restore(settings: Settings, source: Path) -> dict[str, Any]:
@@ -127,19 +151,40 @@ async def restore(settings: Settings, source: Path) -> dict[str, Any]:
     source = source.resolve()
     _check_dump(bin_dir, source)
     # Here, not at the top: the embedded servers' module loads the NATS client, and `threadline --help` loads this.
-    from services.cli.embedded import EmbeddedPostgres
+    from services.cli.embedded import JETSTREAM, EmbeddedPostgres
 
     data_dir = settings.data_dir.resolve()  # PostgreSQL runs in its data dir: a relative socket path misleads it
     with _stopped(data_dir):
         postgres = EmbeddedPostgres(data_dir / "postgres", database=DATABASE)
         try:
-            await _restore_into(postgres, bin_dir, source)
+            url = await _restore_into(postgres, bin_dir, source)
+            credentials_known = await _holds_a_token_of(url, data_dir / CREDENTIALS_FILE)
         except (OSError, subprocess.SubprocessError) as error:
             raise Refused(f"the embedded PostgreSQL of {data_dir} did not start: {error}",
                           f"see {data_dir / 'postgres' / 'log'}") from None
         finally:
             await postgres.stop()
-    return {"restored": str(source), "dataDir": str(data_dir)}
+        # The data dir starts as a new one would: a new stream (`up` runs its embedded NATS in <data dir>/nats)
+        # and, when the dump came from elsewhere, new first-start tokens instead of ones the database lacks.
+        aside = {"streamAside": _set_aside(data_dir / "nats" / JETSTREAM, "the event stream store"),
+                 "credentialsAside": None if credentials_known else _set_aside(data_dir / CREDENTIALS_FILE,
+                                                                                CREDENTIALS_FILE)}
+    return {"restored": str(source), "dataDir": str(data_dir), **aside}
+
+
+def _set_aside(path: Path, what: str) -> str | None:
+    """Rename `path` to `NAME.before-restore-<UTC time>` beside it, kept (never deleted); None when there is none.
+    The event stream store: the old stream holds events the restored database does not know, and its next events
+    would get revisions the stream already has. The NATS port and passwords stay: subscribers' URLs still work."""
+    if not path.exists():
+        return None
+    aside = path.with_name(f"{path.name}.before-restore-{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    try:
+        path.rename(aside)
+    except OSError as error:
+        raise Refused(f"the database is restored, but {what} {path} could not be moved aside: "
+                      f"{error.strerror or error}", f"move it yourself (to {aside}) before threadline up") from None
+    return str(aside)
 
 
 DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory (default .threadline).")]
@@ -157,6 +202,12 @@ def restore_command(file: File, data_dir: DataDir = None) -> None:
     """Restore a dump into a stopped data dir: its database is replaced once the whole dump is in."""
     with refusing():
         done = run(restore(settings_for(data_dir), file))
+    if done["streamAside"]:
+        typer.echo(f"the old event stream is kept in {done['streamAside']}; the restored system starts a new one, "
+                   "which subscribers of the old stream see as a new stream")
+    if done["credentialsAside"]:
+        typer.echo(f"{CREDENTIALS_FILE} named no token of the restored database: kept in {done['credentialsAside']}; "
+                   "the next threadline up makes new first-start tokens")
     typer.echo(f"restored {done['restored']} into {done['dataDir']}; "
                f"start it with {start_command(Path(done['dataDir']), settings_for().data_dir.resolve())}")
 

@@ -7,6 +7,7 @@ from services.cli.operations import issue_token
 from shared.settings import Settings
 
 CREATED_BY = "threadline up"
+FIRST_ROLES = ("admin", "reviewer", "agent", "subscriber")  # credentials.json names each one's token
 
 
 async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str, str]:
@@ -15,7 +16,7 @@ async def issue_first_credentials(settings: Settings, *, demo: bool) -> dict[str
     if demo:
         await ensure_demo_case(settings)
     issued = {}
-    for role in ("admin", "reviewer", "agent", "subscriber"):
+    for role in FIRST_ROLES:
         case_id = DEMO_CASE_ID if demo and role == "agent" else None
         issued[role] = (await issue_token(settings, role=role, name=role, case_id=case_id,
                                           created_by=CREATED_BY))["token"]

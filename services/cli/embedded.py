@@ -30,6 +30,7 @@ from shared.settings import Settings
 log = get_logger(__name__)
 
 PR_SET_PDEATHSIG = 1
+JETSTREAM = "jetstream"  # the embedded NATS's store (the event stream), in its directory
 GUARD_STOP_SECONDS = 10.0
 
 
@@ -168,7 +169,7 @@ class EmbeddedNats:
 
     def _config(self) -> str:
         config: dict = {"listen": f"127.0.0.1:{self.port}", "server_name": "threadline-embedded",
-                        "jetstream": {"store_dir": str(self.data_dir / "jetstream")}}
+                        "jetstream": {"store_dir": str(self.data_dir / JETSTREAM)}}
         if self.settings is not None:
             passwords = embedded_passwords(self.settings.data_dir, self.url)
             config["authorization"] = {"users": server_users(self.settings, passwords)}

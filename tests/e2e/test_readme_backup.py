@@ -7,6 +7,7 @@ it are done the way a user does. Around the steps the test checks what the secti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -21,6 +22,8 @@ import pytest
 
 from tests import processes
 from tests.e2e.system import start_system
+from tests.factories import source_item
+from tests.receivers import Receiver
 
 pytestmark = pytest.mark.e2e
 
@@ -149,8 +152,6 @@ def test_backup_and_restore_refuse_clearly_without_a_system_a_dump_or_the_tools(
 async def test_a_restore_says_how_to_start_the_data_dir_it_filled(servers, tmp_path):
     """Plain `threadline up` starts .threadline: a restore into another data dir names it in the command to run
     (which command when is unit-tested: tests/unit/test_restore_start_command.py)."""
-    import asyncio
-
     url = await servers.create_database()
     try:
         dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
@@ -162,3 +163,71 @@ async def test_a_restore_says_how_to_start_the_data_dir_it_filled(servers, tmp_p
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert elsewhere.stdout.strip().endswith(
         f"into {tmp_path / 'restored'}; start it with threadline up --data-dir {tmp_path / 'restored'}")
+
+
+@pytest.mark.slow
+async def test_a_restore_into_the_data_dir_it_came_from_starts_a_new_stream_that_webhooks_follow(tmp_path):
+    """An older dump restored into the same data dir: the stream there went on past the dump, and kept, the
+    webhooks service would wait for ever at the gap between its recorded position and the new events."""
+    data_dir = tmp_path / ".threadline"
+    running = await asyncio.to_thread(start_system, data_dir)
+    restored = None
+    try:
+        admin = {"Authorization": f"Bearer {running.credentials['admin']}"}
+        async with httpx2.AsyncClient(base_url=running.http_url, headers=admin, timeout=30) as api:
+            await recorded(api, "before-the-backup", "s1")
+            assert (await asyncio.to_thread(threadline, tmp_path, "backup", "threadline.dump")).returncode == 0
+            for source in ("s1", "s2", "s3"):  # the stream moves past the dump
+                await recorded(api, "after-the-backup", source)
+        assert await asyncio.to_thread(running.stop) == 0
+        restore = await asyncio.to_thread(threadline, tmp_path, "restore", "threadline.dump")
+        assert restore.returncode == 0, restore.stderr
+        [aside] = (data_dir / "nats").glob("jetstream.before-restore-*")
+        assert f"the old event stream is kept in {aside}; " in restore.stdout, restore.stdout
+        assert "subscribers of the old stream see" in restore.stdout
+
+        restored = await asyncio.to_thread(start_system, data_dir)
+        assert "First start" not in "\n".join(restored.output)  # the old credentials.json, its tokens in the dump
+        async with httpx2.AsyncClient(base_url=restored.http_url, headers=admin, timeout=30) as api, \
+                Receiver() as receiver:
+            await recorded(api, "after-the-restore", "s1")
+            registered = await api.post("/api/v1/webhooks", json={"url": receiver.url, "caseId": "after-the-restore"})
+            assert registered.status_code == 201, registered.text
+            await recorded(api, "after-the-restore", "s2")
+            await receiver.wait_for(lambda requests: any(r.status == 200 for r in requests), timeout=60)
+        tail = await asyncio.to_thread(threadline, tmp_path, "events", "tail", "--case", "after-the-restore",
+                                       "--from-start", "--idle-exit", "2")
+        assert tail.returncode == 0 and ".case.after-the-restore." in tail.stdout, tail.stderr
+    finally:
+        for system in (running, restored):
+            if system is not None and system.process.poll() is None:
+                system.stop()
+
+
+async def recorded(api: httpx2.AsyncClient, case_id: str, source_id: str) -> None:
+    """A source recorded in the case (created first when it is new): events on the stream."""
+    if (await api.get(f"/api/v1/cases/{case_id}")).status_code == 404:
+        created = await api.post("/api/v1/cases", json={"caseId": case_id, "title": "t", "question": "q?"})
+        assert created.status_code == 201, created.text
+    answer = await api.post(f"/api/v1/cases/{case_id}/sources", json={"sources": [source_item(source_id)]})
+    assert answer.status_code in (200, 201), answer.text
+
+
+async def test_a_restore_of_a_dump_from_elsewhere_sets_aside_the_credentials_naming_tokens_it_lacks(servers, tmp_path):
+    """credentials.json of the data dir restored into names tokens of its old database: `up` would print it as the
+    data dir's tokens, each refused. Set aside, the next `up` makes first-start tokens, as in a new data dir."""
+    url = await servers.create_database()
+    try:
+        dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
+                                         env={**environment(), "THREADLINE_DATABASE_URL": url})
+        assert dumped.returncode == 0, dumped.stderr
+    finally:
+        await servers.drop_database(url)
+    (tmp_path / ".threadline").mkdir()
+    credentials = tmp_path / ".threadline" / "credentials.json"
+    credentials.write_text(json.dumps({role: f"tl_{role}_not-in-the-dump" for role in ("admin", "reviewer")}))
+    done = await asyncio.to_thread(threadline, tmp_path, "restore", "x.dump")
+    assert done.returncode == 0, done.stderr
+    [aside] = (tmp_path / ".threadline").glob("credentials.json.before-restore-*")
+    assert not credentials.exists() and json.loads(aside.read_text())["admin"] == "tl_admin_not-in-the-dump"
+    assert f"credentials.json named no token of the restored database: kept in {aside}; " in done.stdout
