@@ -152,13 +152,7 @@ def test_backup_and_restore_refuse_clearly_without_a_system_a_dump_or_the_tools(
 async def test_a_restore_says_how_to_start_the_data_dir_it_filled(servers, tmp_path):
     """Plain `threadline up` starts .threadline: a restore into another data dir names it in the command to run
     (which command when is unit-tested: tests/unit/test_restore_start_command.py)."""
-    url = await servers.create_database()
-    try:
-        dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
-                                         env={**environment(), "THREADLINE_DATABASE_URL": url})
-        assert dumped.returncode == 0, dumped.stderr
-    finally:
-        await servers.drop_database(url)
+    await dump_a_database_of_its_own(servers, tmp_path)
     elsewhere = await asyncio.to_thread(threadline, tmp_path, "restore", "x.dump", "--data-dir", "restored")
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert elsewhere.stdout.strip().endswith(
@@ -204,6 +198,17 @@ async def test_a_restore_into_the_data_dir_it_came_from_starts_a_new_stream_that
                 system.stop()
 
 
+async def dump_a_database_of_its_own(servers, tmp_path) -> None:  # noqa: ANN001
+    """x.dump in tmp_path: a backup of a database made for it, not of any data dir's."""
+    url = await servers.create_database()
+    try:
+        dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
+                                         env={**environment(), "THREADLINE_DATABASE_URL": url})
+        assert dumped.returncode == 0, dumped.stderr
+    finally:
+        await servers.drop_database(url)
+
+
 async def recorded(api: httpx2.AsyncClient, case_id: str, source_id: str) -> None:
     """A source recorded in the case (created first when it is new): events on the stream."""
     if (await api.get(f"/api/v1/cases/{case_id}")).status_code == 404:
@@ -216,13 +221,7 @@ async def recorded(api: httpx2.AsyncClient, case_id: str, source_id: str) -> Non
 async def test_a_restore_of_a_dump_from_elsewhere_sets_aside_the_credentials_naming_tokens_it_lacks(servers, tmp_path):
     """credentials.json of the data dir restored into names tokens of its old database: `up` would print it as the
     data dir's tokens, each refused. Set aside, the next `up` makes first-start tokens, as in a new data dir."""
-    url = await servers.create_database()
-    try:
-        dumped = await asyncio.to_thread(processes.threadline, "backup", "x.dump", cwd=tmp_path, timeout=300,
-                                         env={**environment(), "THREADLINE_DATABASE_URL": url})
-        assert dumped.returncode == 0, dumped.stderr
-    finally:
-        await servers.drop_database(url)
+    await dump_a_database_of_its_own(servers, tmp_path)
     (tmp_path / ".threadline").mkdir()
     credentials = tmp_path / ".threadline" / "credentials.json"
     credentials.write_text(json.dumps({role: f"tl_{role}_not-in-the-dump" for role in ("admin", "reviewer")}))
