@@ -243,17 +243,19 @@ async def test_one_correlation_id_follows_a_call_from_the_gateway_into_the_servi
 async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_the_data_dir(system, data_dir):
     from mcp import StdioServerParameters
 
-    # A case of its own, active for the agent: the test reads it whether or not the tests before it ran.
+    # An agent and a case of its own: the test reads them whether or not the tests before it ran, and leaves the
+    # first-start agent's active case to the tests after it.
     admin = httpx2.AsyncClient(base_url=system.http_url,
                                headers={"Authorization": f"Bearer {system.credentials['admin']}"})
     async with admin:
         made = await admin.post("/api/v1/cases", json={"caseId": "stdio-host", "title": "Stdio host",
                                                        "question": "Does stdio reach it?"})
         assert made.status_code in (201, 409), made.text
-        assert (await admin.put("/api/v1/agents/agent/active-case", json={"caseId": "stdio-host"})).status_code == 200
+        issued = await admin.post("/api/v1/tokens", json={"role": "agent", "name": "stdio-agent", "caseId": "stdio-host"})
+        assert issued.status_code == 201, issued.text
     server = StdioServerParameters(command=str(THREADLINE), args=["serve", "gateway", "--stdio", "--data-dir",
                                                                   str(data_dir)],
-                                   env=clean_environment(THREADLINE_TOKEN=system.credentials["agent"]))
+                                   env=clean_environment(THREADLINE_TOKEN=issued.json()["token"]))
     async with Client(server) as client:
         workspace = await client.call_tool("get_workspace", {})
     assert workspace.structured_content["caseId"] == "stdio-host"
