@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.cli.embedded import die_with_parent
+from services.cli.starter import StartedProcess, Starter
 from shared.subjects import BACKEND_SERVICES, Service
 
 RESTART_FIRST_SECONDS = 0.5
@@ -53,25 +51,18 @@ class Child:
     service: Service
     replica: int = 1
     metrics_port: int = 0  # its /healthz, /readyz, /metrics; chosen once, kept across restarts
-    process: asyncio.subprocess.Process | None = None
+    process: StartedProcess | None = None
 
     @property
     def name(self) -> str:
         return self.service.value if self.replica == 1 else f"{self.service.value}-{self.replica}"
 
-    async def spawn(self, env: dict[str, str], log_dir: Path) -> None:
+    async def spawn(self, starter: Starter, env: dict[str, str], log_dir: Path) -> None:
+        """Forked by the starter: `threadline serve <service>` with this child's probe port, logging to its file."""
         log_dir.mkdir(exist_ok=True)
-        log_file = open(log_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - owned by the child
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "services.cli.main", "serve", self.service.value,
-            env={**env, "THREADLINE_METRICS_PORT": str(self.metrics_port)},
-            stdout=log_file,
-            stderr=log_file,
-            stdin=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        log_file.close()
+        self.process = await starter.spawn(
+            self.service.value, {**env, "THREADLINE_METRICS_PORT": str(self.metrics_port)}, log_dir / f"{self.name}.log",
+            f"threadline serve {self.service.value} --data-dir {env.get('THREADLINE_DATA_DIR', '')}")
 
     def running(self) -> bool:
         return self.process is not None and self.process.returncode is None

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, free_port, missing_embedded
+from services.cli.starter import Starter
 from services.cli.supervision import (
     HEALTHY_SECONDS,
     RESTART_FIRST_SECONDS,
@@ -84,6 +85,7 @@ class Supervisor:
         self.runtime: dict[str, Any] = {}
         self.runtime_written = False
         self.supervised: list[Supervised] = []
+        self.starter: Starter | None = None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -142,6 +144,7 @@ class Supervisor:
         )
         self.runtime = {"httpUrl": http_url, "natsUrl": nats_url, "databaseUrl": database_url, "pid": os.getpid(),
                         "services": {}}
+        self.starter = Starter(self.env, self.data_dir / "logs")
         for child in self.children:
             child.metrics_port = free_port()
             await self._spawn(child)
@@ -191,7 +194,9 @@ class Supervisor:
         return sum(c.service is Service.GATEWAY for c in self.children)
 
     async def _spawn(self, child: Child) -> None:
-        await child.spawn(self.env, self.data_dir / "logs")
+        assert self.starter is not None
+        await child.spawn(self.starter, self.env, self.data_dir / "logs")
+        self.runtime["starter"] = {"pid": self.starter.pid}  # after a restart of the starter, its new pid
         base = f"http://{self.settings.http_host}:{child.metrics_port}"
         self.runtime.setdefault("services", {})[child.name] = {
             "pid": child.process.pid, "healthUrl": f"{base}/healthz", "metricsUrl": f"{base}/metrics"}
@@ -353,6 +358,8 @@ class Supervisor:
         # The edge first (no new work), then the services, then the servers they need.
         await self._stop_children([c for c in self.children if c.service is Service.GATEWAY])
         await self._stop_children([c for c in self.children if c.service is not Service.GATEWAY])
+        if self.starter is not None:
+            await self.starter.stop()
         await self.nats.stop()
         await self.postgres.stop()
         if self.runtime_written:  # never another `up`'s file

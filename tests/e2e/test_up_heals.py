@@ -120,3 +120,26 @@ def test_up_logged_each_death_and_restart_as_events(system):
     assert any(line.startswith("nats-server was killed by SIGKILL;") for line in said), said
     assert any(line.startswith("postgres exited (exit status unknown);") for line in said), said
     assert not any("code None" in line for line in said), said
+
+
+async def test_a_killed_service_starter_takes_its_services_with_it_and_up_starts_all_again(system):
+    """Last: the services `up` forks from its starter end with it (SIGTERM), and come back from a new one."""
+    import psutil
+
+    starter, services = system.runtime["starter"]["pid"], dict(system.runtime["services"])
+    old = [psutil.Process(entry["pid"]) for entry in services.values()]
+    os.kill(starter, signal.SIGKILL)
+    _, alive = psutil.wait_procs(old, timeout=20)
+    assert not alive, "a service outlived the starter it was forked from"
+
+    def back() -> bool | None:
+        runtime = system.runtime
+        fresh = all(runtime["services"][name]["pid"] != entry["pid"] for name, entry in services.items())
+        return True if fresh and runtime["starter"]["pid"] != starter and system.ready() else None
+
+    wait_until(back, 30, "a new starter and every service ready again")
+    assert await stage_one(system, "after-the-starter")
+    for entry in system.runtime["services"].values():
+        assert psutil.Process(entry["pid"]).ppid() == system.runtime["starter"]["pid"]
+    log_path = system.data_dir.parent / f"{system.data_dir.name}-up.log"
+    assert '"event": "service_starter_died"' in log_path.read_text()

@@ -99,7 +99,8 @@ class ConfinedSystem:
         """Each service process, `up`, NATS and PostgreSQL (with every backend) into a group of its own."""
         quotas = self.plan.quotas
         assert self.process is not None
-        self.members = {"up": [self.process.pid]}
+        # `up` and the starter its services are forked from: neither does any work once the system is up.
+        self.members = {"up": [self.process.pid, *([self.runtime["starter"]["pid"]] if "starter" in self.runtime else [])]}
         for name, entry in self.runtime["services"].items():
             self.members[name] = [entry["pid"]]
         for name, processes in embedded_servers(self.process.pid, self.data_dir).items():
