@@ -11,11 +11,11 @@ Its protocol with `up`, one JSON object per line: `up` writes {"service", "env",
 stdin; the starter answers {"pid"} on its stdout for each, in order, and {"ended": pid, "code": code} when a
 process it started ends (`code` as `Popen.returncode`: negative for the signal that killed it). The starter ends
 when its stdin closes, and dies with `up` however `up` ends; its processes die with it (each receives SIGTERM).
+`up`'s side is `Starter` in services/cli/supervision.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import gc
@@ -27,10 +27,6 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-
-from shared.logging import get_logger
-
-log = get_logger(__name__)
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
@@ -48,7 +44,6 @@ PRELOADED = (
     "shared.event_loop",
     "uvloop",
 )
-GONE_POLL_SECONDS = 0.2
 
 
 def _prctl(option: int, value: int | bytes) -> None:
@@ -167,125 +162,6 @@ def main() -> None:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 answer({"pid": _fork({**json.loads(line), "parent": parent})})
-
-
-class StartedProcess:
-    """A service process the starter forked, as `up` handles it: the surface of asyncio's Process it uses."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-        self._ended = asyncio.Event()
-
-    def ended(self, code: int | None) -> None:
-        if not self._ended.is_set():
-            self.returncode = code
-            self._ended.set()
-
-    async def wait(self) -> int | None:
-        await self._ended.wait()
-        return self.returncode
-
-    def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-
-class Starter:
-    """`up`'s side: runs the starter process (again, after it died) and asks it for service processes."""
-
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        self.env = env
-        self.log_dir = log_dir
-        self.process: asyncio.subprocess.Process | None = None
-        self._answers: asyncio.Queue[StartedProcess | None] = asyncio.Queue()
-        self._started: dict[int, StartedProcess] = {}
-        self._reader: asyncio.Task | None = None
-        self._lock = asyncio.Lock()
-        self._closing = False
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
-    async def _run(self) -> None:
-        from services.cli.embedded import die_with_parent
-
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / "starter.log", "ab") as log:
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "services.cli.starter", "--data-dir", self.env.get("THREADLINE_DATA_DIR", ""),
-                env=self.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                start_new_session=True, preexec_fn=die_with_parent, limit=1 << 20)
-        self._answers = asyncio.Queue()
-        self._reader = asyncio.create_task(self._read(self.process), name="starter-answers")
-
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdout is not None
-        while line := await process.stdout.readline():
-            message = json.loads(line)
-            if "ended" in message:
-                started = self._started.pop(message["ended"], None)
-                if started is not None:
-                    started.ended(message["code"])
-            else:  # registered here, before the next line: its end may be the very next line
-                started = self._started[message["pid"]] = StartedProcess(message["pid"])
-                await self._answers.put(started)
-        code = await process.wait()
-        if not self._closing:
-            log.warning("service_starter_died", pid=process.pid, code=code, services=len(self._started),
-                        log=str(self.log_dir / "starter.log"))
-        await self._answers.put(None)  # a request still waiting for its answer gets none
-        # The starter's processes die with it (SIGTERM): each ends when its pid is gone, its status unknown.
-        orphans, self._started = self._started, {}
-        await asyncio.gather(*(_until_gone(started) for started in orphans.values()))
-
-    async def spawn(self, service: str, env: dict[str, str], log: Path, title: str) -> StartedProcess:
-        async with self._lock:
-            if self.process is None or self.process.returncode is not None:
-                await self._run()
-            assert self.process is not None and self.process.stdin is not None
-            request = {"service": service, "env": env, "log": str(log), "title": title}
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
-            await self.process.stdin.drain()
-            started = await self._answers.get()
-            if started is None:
-                raise RuntimeError(f"the service starter exited with {self.process.returncode}; see "
-                                   f"{self.log_dir / 'starter.log'}")
-            return started
-
-    async def stop(self) -> None:
-        """After the services stopped: close the starter's stdin, and it ends."""
-        if self.process is None or self.process.returncode is not None:
-            return
-        assert self.process.stdin is not None
-        self._closing = True
-        self.process.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), timeout=5)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
-        if self._reader is not None:
-            await self._reader
-
-
-async def _until_gone(started: StartedProcess) -> None:
-    """Wait for a process that is no longer ours to wait for (its parent died) to end."""
-    import psutil
-
-    while True:
-        try:
-            if psutil.Process(started.pid).status() == psutil.STATUS_ZOMBIE:  # ended; its new parent has not reaped it
-                break
-        except psutil.NoSuchProcess:
-            break
-        await asyncio.sleep(GONE_POLL_SECONDS)
-    started.ended(None)
 
 
 if __name__ == "__main__":

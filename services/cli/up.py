@@ -26,12 +26,12 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, free_port, missing_embedded
-from services.cli.starter import Starter
 from services.cli.supervision import (
     HEALTHY_SECONDS,
     RESTART_FIRST_SECONDS,
     RESTART_MAX_SECONDS,
     Child,
+    Starter,
     Supervised,
     children_of,
 )

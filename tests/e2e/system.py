@@ -16,6 +16,7 @@ import psutil
 
 from services.cli.embedded import free_port
 from tests.processes import THREADLINE, clean_environment
+from tests.support import TLS
 
 
 @dataclass
@@ -54,7 +55,7 @@ class RunningSystem:
     def ready(self) -> bool:
         """The gateway's /readyz says every dependency answers."""
         try:
-            return httpx2.get(f"{self.http_url}/readyz", timeout=5).status_code == 200
+            return httpx2.get(f"{self.http_url}/readyz", timeout=5, verify=TLS).status_code == 200
         except httpx2.HTTPError:
             return False
 

@@ -29,7 +29,7 @@ from tests.events import stream_events, stream_info, wait_until_projected, wait_
 from tests.factories import new_case, source_item
 from tests.nats_cluster import NatsCluster
 from tests.processes import ServiceProcesses
-from tests.support import Servers, Stack, connect_nats, new_deployment
+from tests.support import TLS, Servers, Stack, connect_nats, new_deployment
 
 FULL = bool(os.environ.get("THREADLINE_FULL"))
 CASES, DECISIONS_PER_CASE = (16, 40) if FULL else (6, 12)
@@ -68,7 +68,7 @@ class Replicas:
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        async with httpx2.AsyncClient(timeout=2) as http:
+        async with httpx2.AsyncClient(timeout=2, verify=TLS) as http:
             for service, probe in self.probes.items():
                 while True:
                     process = self.processes[service]
@@ -159,7 +159,7 @@ class Load:
 
     async def call_tool(self, token: str, tool: str, arguments: dict) -> dict:
         async def attempt(gateway: str):  # noqa: ANN202
-            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=15)
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=15, verify=TLS)
             async with http, Client(streamable_http_client(f"{gateway}/mcp", http_client=http)) as mcp:
                 result = await mcp.call_tool(tool, arguments)
             if result.is_error:
@@ -181,7 +181,7 @@ class Load:
 
         async def attempt(gateway: str):  # noqa: ANN202
             nonlocal tried
-            async with httpx2.AsyncClient(base_url=gateway, timeout=15, headers={
+            async with httpx2.AsyncClient(base_url=gateway, timeout=15, verify=TLS, headers={
                     "Authorization": f"Bearer {self.stack.tokens['reviewer']}"}) as api:
                 retry, tried = tried, True
                 decided = await api.post(f"/api/v1/proposals/{proposal_id}/decisions",
