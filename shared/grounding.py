@@ -36,13 +36,18 @@ def label(sources: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return {"grounding": name, "independentOrigins": independent_origins(publisher for _, publisher in listed)}
 
 
-# A source is active at revision R when it came at or before R and had not ended by R; without R, active now.
-GROUNDING = """
+def _active_at(revision: str) -> str:
+    """SQL: source `s` was active at the revision `revision` names — it came at or before it and had not ended by
+    it. The one statement of the rule for every read of a past revision below."""
+    return f"(s.revision <= {revision} AND (s.ended_revision IS NULL OR s.ended_revision > {revision}))"
+
+
+# Without a revision ($3), the sources active now.
+GROUNDING = f"""
 SELECT cs.claim_id, s.type, s.publisher
 FROM claim_sources cs JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
 WHERE cs.case_id = $1 AND cs.claim_id = ANY($2::text[])
-  AND CASE WHEN $3::bigint IS NULL THEN s.status = 'active'
-           ELSE s.revision <= $3 AND (s.ended_revision IS NULL OR s.ended_revision > $3) END
+  AND CASE WHEN $3::bigint IS NULL THEN s.status = 'active' ELSE {_active_at("$3")} END
 """
 
 
@@ -75,14 +80,14 @@ async def grounding_for(connection: Any, case_id: str, claim_ids: Sequence[str],
 
 
 # Each (claim, revision) pair's sources active just before the revision (R - 1) or at it (R), flagged which.
-GROUNDING_AROUND = """
-SELECT k.claim_id, k.revision, s.type, s.publisher,
-       s.revision < k.revision AND (s.ended_revision IS NULL OR s.ended_revision >= k.revision) AS before,
-       s.ended_revision IS NULL OR s.ended_revision > k.revision AS after
-FROM unnest($2::text[], $3::bigint[]) AS k(claim_id, revision)
-JOIN claim_sources cs ON cs.case_id = $1 AND cs.claim_id = k.claim_id
-JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
-WHERE s.revision <= k.revision AND (s.ended_revision IS NULL OR s.ended_revision >= k.revision)
+GROUNDING_AROUND = f"""
+SELECT claim_id, revision, type, publisher, before, after FROM (
+  SELECT k.claim_id, k.revision, s.type, s.publisher,
+         {_active_at("k.revision - 1")} AS before, {_active_at("k.revision")} AS after
+  FROM unnest($2::text[], $3::bigint[]) AS k(claim_id, revision)
+  JOIN claim_sources cs ON cs.case_id = $1 AND cs.claim_id = k.claim_id
+  JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
+) AS around WHERE before OR after
 """
 
 

@@ -59,12 +59,14 @@ class RunningSystem:
         except httpx2.HTTPError:
             return False
 
-    def pid_of(self, child: str) -> int:
-        """The pid of one supervised child: a service, `nats-server` or `postgres` (the postmaster)."""
+    def pid_of(self, child: str) -> int | None:
+        """The pid of one supervised child: a service, `nats-server` or `postgres` (the postmaster); None for
+        `nats-server` between its death and its restart."""
         if child == "postgres":
             return int((self.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
         if child == "nats-server":
-            return next(p.pid for p in psutil.Process(self.process.pid).children() if p.name() == "nats-server")
+            return next((p.pid for p in psutil.Process(self.process.pid).children() if p.name() == "nats-server"),
+                        None)
         return self.runtime["services"][child]["pid"]
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:

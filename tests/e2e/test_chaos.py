@@ -185,8 +185,8 @@ async def kill_and_wait(system: RunningSystem, victim: str) -> float:
     while time.monotonic() - killed < RECOVERY_SECONDS:
         await asyncio.sleep(0.1)
         try:
-            restarted = system.pid_of(victim) != old
-        except (OSError, StopIteration, KeyError, ValueError):
+            restarted = system.pid_of(victim) not in (old, None)
+        except (OSError, KeyError, ValueError):
             continue
         if restarted and await asyncio.to_thread(system.ready):
             return time.monotonic() - killed

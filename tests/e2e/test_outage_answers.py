@@ -111,9 +111,9 @@ async def until_back(system: RunningSystem, victim: str, old: int) -> None:
     while True:
         assert time.monotonic() < deadline, f"{victim} was not back within {RECOVERY_SECONDS}s"
         try:
-            if system.pid_of(victim) != old and await asyncio.to_thread(serving, system, victim):
+            if system.pid_of(victim) not in (old, None) and await asyncio.to_thread(serving, system, victim):
                 return
-        except (OSError, StopIteration, KeyError, ValueError):
+        except (OSError, KeyError, ValueError):
             pass
         await asyncio.sleep(0.1)
 
