@@ -149,7 +149,8 @@ class Starter:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    async def _run(self) -> None:
+    async def launch(self) -> None:
+        """Start the starter process; requests wait in its stdin while it imports."""
         from services.cli.embedded import die_with_parent
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +185,7 @@ class Starter:
     async def spawn(self, service: str, env: dict[str, str], log: Path, title: str) -> StartedProcess:
         async with self._lock:
             if self.process is None or self.process.returncode is not None:
-                await self._run()
+                await self.launch()
             assert self.process is not None and self.process.stdin is not None
             request = {"service": service, "env": env, "log": str(log), "title": title}
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
