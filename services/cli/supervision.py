@@ -159,28 +159,29 @@ class Starter:
                 sys.executable, "-m", "services.cli.starter", "--data-dir", self.env.get("THREADLINE_DATA_DIR", ""),
                 env=self.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
                 start_new_session=True, preexec_fn=die_with_parent, limit=1 << 20)
-        self._answers = asyncio.Queue()
-        self._reader = asyncio.create_task(self._read(self.process), name="starter-answers")
+        # Each starter process its own answers and processes: a new one may be running before the last is read out.
+        self._answers, self._started = asyncio.Queue(), {}
+        self._reader = asyncio.create_task(self._read(self.process, self._answers, self._started),
+                                           name="starter-answers")
 
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
+    async def _read(self, process: asyncio.subprocess.Process, answers: asyncio.Queue[StartedProcess | None],
+                    started: dict[int, StartedProcess]) -> None:
         assert process.stdout is not None
         while line := await process.stdout.readline():
             message = json.loads(line)
             if "ended" in message:
-                started = self._started.pop(message["ended"], None)
-                if started is not None:
-                    started.ended(message["code"])
+                if (ended := started.pop(message["ended"], None)) is not None:
+                    ended.ended(message["code"])
             else:  # registered here, before the next line: its end may be the very next line
-                started = self._started[message["pid"]] = StartedProcess(message["pid"])
-                await self._answers.put(started)
+                started[message["pid"]] = StartedProcess(message["pid"])
+                await answers.put(started[message["pid"]])
         code = await process.wait()
         if not self._closing:
-            log.warning("service_starter_died", pid=process.pid, code=code, services=len(self._started),
+            log.warning("service_starter_died", pid=process.pid, code=code, services=len(started),
                         log=str(self.log_dir / "starter.log"))
-        await self._answers.put(None)  # a request still waiting for its answer gets none
+        await answers.put(None)  # a request still waiting for its answer gets none
         # The starter's processes die with it (SIGTERM): each ends when its pid is gone, its status unknown.
-        orphans, self._started = self._started, {}
-        await asyncio.gather(*(_until_gone(started) for started in orphans.values()))
+        await asyncio.gather(*(_until_gone(orphan) for orphan in started.values()))
 
     async def spawn(self, service: str, env: dict[str, str], log: Path, title: str) -> StartedProcess:
         async with self._lock:
