@@ -49,3 +49,18 @@ def test_a_title_longer_than_the_arguments_it_replaces_is_cut_and_still_ends():
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True"]
+
+
+def test_importing_what_the_starter_preloads_starts_no_thread_so_forking_it_is_safe():
+    """A fork copies only the thread that forks: a lock another thread held at that moment stays held for ever in
+    the child. So the starter's imports must leave it with one thread; a library that starts one at import fails
+    this test instead of hanging a service now and then."""
+    done = run_python("""
+        import importlib, threading
+        from services.cli.starter import PRELOADED
+        for name in PRELOADED:
+            importlib.import_module(name)
+        print([thread.name for thread in threading.enumerate()])
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['MainThread']"
