@@ -28,7 +28,6 @@ import sys
 import traceback
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 # What `threadline serve <service>` imports, for every service (tests/unit/test_starter.py checks that it is all).
 PRELOADED = (
@@ -70,8 +69,10 @@ def retitle(title: str) -> None:
 
 def _serve(request: dict) -> int:
     """In the forked process: become `threadline serve <service>` and run it; its exit code."""
+    from services.cli.embedded import die_with_parent
+
     os.setsid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    die_with_parent()
     if os.getppid() != request["parent"]:  # the starter died before the line above: so must this
         return 1
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
@@ -129,8 +130,7 @@ def _reap() -> list[tuple[int, int]]:
 
 
 def main() -> None:
-    """The starter process: import, then fork on request until stdin closes."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    """The starter process (`up` starts it to die with it): import, then fork on request until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is `up`'s to handle: it stops the services in order
     for name in PRELOADED:
         importlib.import_module(name)
