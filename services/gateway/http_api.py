@@ -11,6 +11,7 @@ from pydantic import StringConstraints
 from services.gateway import api_models as m
 from services.gateway.argument_map import CaseGraph
 from services.gateway.auth import Principal, require_role
+from services.gateway.query_check import refuse_unknown_query
 from shared import contracts as c
 from shared import webhook_contracts as wc
 from shared.contracts import Contract, RecordedSource, RequestBody, Revision, Slug
@@ -38,6 +39,7 @@ def caller(*roles: str) -> Any:
     async def authenticate(request: Request, _: Any = Security(BEARER)) -> Principal:
         principal = await request.app.state.gateway.tokens.authenticate(request.headers.get("authorization"))
         require_role(principal, *roles)
+        refuse_unknown_query(request)
         request.state.principal = principal
         return principal
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 
 import httpx2
 import pytest
@@ -123,3 +124,39 @@ async def test_a_webhook_url_whose_host_no_resolver_can_be_asked_about_is_refuse
             refused = await api.post("/api/v1/webhooks", json={"url": url})
             assert refused.status_code == 422, (url, refused.text)
             assert envelope(refused)["field"] == "url"
+
+
+async def test_a_query_parameter_the_operation_does_not_take_is_refused_naming_it_on_every_operation(stack):
+    """A misspelt `asOf` would otherwise answer the case as it is now, as if it were the case then."""
+    async with stack.api("admin") as admin:
+        operations = (await admin.get("/api/v1/openapi.json")).json()["paths"]
+    assert len(operations) > 20
+    for path, methods in operations.items():
+        concrete = path.replace("{caseId}", "no-such-case").replace("{proposalId}", str(uuid.uuid4()))
+        for method in methods:
+            for role in ("admin", "reviewer", "subscriber"):
+                async with stack.api(role) as api:
+                    sent = await api.request(method.upper(), concrete, params={"notAParameter": "1"})
+                if sent.status_code != 403:
+                    break
+            assert sent.status_code == 422, (method, path, sent.text)
+            error = envelope(sent)
+            assert error["field"] == "notAParameter", (method, path, error)
+            assert error["message"] == "notAParameter: is not a parameter of this route", error
+
+
+async def test_a_misspelt_query_parameter_is_named_with_the_one_meant_and_a_stranger_learns_nothing_of_them(stack):
+    async with stack.api() as api:
+        misspelt = await api.get("/api/v1/cases/no-such-case/ledger", params={"asof": "3", "as_of": "3"})
+        assert misspelt.status_code == 422, misspelt.text
+        problems = envelope(misspelt)["problems"]
+        assert [(p["field"], p["hint"]) for p in problems] == [
+            ("asof", "did you mean asOf? (names are case-sensitive)"),
+            ("as_of", "did you mean asOf? (names are case-sensitive)")]
+        listed = await api.get("/api/v1/cases", params={"limit": "5", "sort": "new"})
+        assert listed.status_code == 422 and envelope(listed)["hint"] == "this route takes no query parameters"
+        paged = await api.get("/api/v1/cases/no-such-case/history", params={"limt": "5"})
+        assert envelope(paged)["hint"] == "this route takes before, limit"
+    async with stack.api(token="not-a-token") as stranger:
+        refused = await stranger.get("/api/v1/cases/no-such-case/ledger", params={"asof": "3"})
+    assert refused.status_code == 401 and "asOf" not in refused.text
