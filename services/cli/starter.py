@@ -75,8 +75,12 @@ def _serve(request: dict) -> int:
     die_with_parent()
     if os.getppid() != request["parent"]:  # the starter died before the line above: so must this
         return 1
-    for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+    for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    # As the interpreter leaves them when a command starts it: a write to a socket whose peer is gone (PostgreSQL or
+    # NATS killed) is an error the service handles (EPIPE), not its death by SIGPIPE; SIGXFSZ likewise.
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDONLY)
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(null, 0)

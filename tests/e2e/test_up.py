@@ -8,7 +8,9 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
@@ -259,6 +261,23 @@ async def test_a_local_agent_host_reaches_the_running_system_over_stdio_through_
     async with Client(server) as client:
         workspace = await client.call_tool("get_workspace", {})
     assert workspace.structured_content["caseId"] == "stdio-host"
+
+
+def ignored_signals(pid: int | str) -> int:
+    status = (Path("/proc") / str(pid) / "status").read_text()
+    return int(status.split("SigIgn:")[1].split()[0], 16)
+
+
+def test_every_service_ignores_the_signals_a_python_command_ignores_so_a_peer_gone_is_an_error_not_its_death(
+        system):
+    """SIGPIPE above all: a service forked from the starter that wrote to PostgreSQL's socket as it was killed died
+    of it (the gateway too, dropping its callers' connections) instead of answering `unavailable`."""
+    command = subprocess.run([sys.executable, "-c", "from tests.e2e.test_up import ignored_signals as i; "
+                              "print(i('self'))"], capture_output=True, text=True, check=True, timeout=60)
+    wanted = int(command.stdout)
+    assert wanted & (1 << (signal.SIGPIPE - 1)), "a Python command ignores SIGPIPE"
+    for name, entry in system.runtime["services"].items():
+        assert ignored_signals(entry["pid"]) & wanted == wanted, name
 
 
 def test_a_second_up_on_the_same_data_dir_is_refused_and_leaves_the_first_running(system, data_dir):

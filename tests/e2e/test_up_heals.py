@@ -109,7 +109,9 @@ def test_up_logged_each_death_and_restart_as_events(system):
     events = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
     died = [e["child"] for e in events if e["event"] == "child_died"]
     restarted = [e["child"] for e in events if e["event"] == "child_restarted"]
-    assert {"nats-server", "postgres", "staging"} <= set(died), died
+    # Only the victims: an outage of PostgreSQL or NATS is one the services ride out (answering `unavailable`),
+    # never their death (a service killed by SIGPIPE as PostgreSQL went, once).
+    assert sorted(died) == ["nats-server", "postgres", "staging", "staging"], died
     assert sorted(died) == sorted(restarted)
     assert died.count("staging") == 2
     first, second = [e for e in events if e["event"] == "child_died" and e["child"] == "staging"]
