@@ -9,8 +9,6 @@ from typing import Any
 from services.gateway.auth import TokenStore
 from shared.contracts import Actor, CreateCase
 from shared.db.session import Database
-from shared.messaging import ServiceClient, create_broker, stop_broker
-from shared.nats_auth import OPERATOR as OPERATOR_ROLE
 from shared.settings import Settings
 from shared.subjects import Command, Subjects
 
@@ -46,6 +44,11 @@ async def revoke_token(settings: Settings, token_id: str) -> dict[str, Any]:
 
 async def command(settings: Settings, name: Command, message: Any, timeout: float | None = None) -> Any:
     """Send one command to the running services over NATS."""
+    # Here, not at the top: the token commands never send one, and NATS's client with its middlewares (OpenTelemetry,
+    # Prometheus) is most of what importing this module costs.
+    from shared.messaging import ServiceClient, create_broker, stop_broker
+    from shared.nats_auth import OPERATOR as OPERATOR_ROLE
+
     broker = create_broker(settings, role=OPERATOR_ROLE, name="threadline-cli")
     await broker.connect()
     try:

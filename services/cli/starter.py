@@ -75,10 +75,12 @@ def _serve(request: dict) -> int:
     die_with_parent()
     if os.getppid() != request["parent"]:  # the starter died before the line above: so must this
         return 1
-    for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+    # Every signal as the interpreter leaves it when a command starts it: Ctrl-C a KeyboardInterrupt; a write to a
+    # socket whose peer is gone (PostgreSQL or NATS killed) an error the service handles (EPIPE), not its death by
+    # SIGPIPE, and SIGXFSZ likewise.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
-    # As the interpreter leaves them when a command starts it: a write to a socket whose peer is gone (PostgreSQL or
-    # NATS killed) is an error the service handles (EPIPE), not its death by SIGPIPE; SIGXFSZ likewise.
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDONLY)
