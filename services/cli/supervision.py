@@ -225,3 +225,32 @@ async def _until_gone(started: StartedProcess) -> None:
             break
         await asyncio.sleep(GONE_POLL_SECONDS)
     started.ended(None)
+
+
+LOG_TAIL_BYTES = 64 * 1024
+SAID_CHARS = 300
+
+
+def last_error(log_path: Path) -> str | None:
+    """What a child logged last at error level (its event and the exception's last line), read from the end of its
+    log: said beside "exited while starting", so that the operator reads why without opening the file."""
+    try:
+        with open(log_path, "rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            lines = file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("level") not in ("error", "critical"):
+            continue
+        said = str(entry.get("event", ""))
+        exception = str(entry.get("exception") or "").strip().splitlines()
+        if exception and exception[-1] not in said:
+            said = f"{said}: {exception[-1]}" if said else exception[-1]
+        return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS]}…"
+    return None
+

@@ -10,6 +10,7 @@ death and starts small again once the child has run a healthy minute.
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import json
 import os
@@ -25,7 +26,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from services.cli.embedded import EmbeddedNats, EmbeddedPostgres, PortTaken, free_port, missing_embedded
+from services.cli.embedded import (
+    EmbeddedNats,
+    EmbeddedPostgres,
+    PortTaken,
+    free_port,
+    missing_embedded,
+    port_holder,
+)
 from services.cli.supervision import (
     HEALTHY_SECONDS,
     RESTART_FIRST_SECONDS,
@@ -34,6 +42,7 @@ from services.cli.supervision import (
     Starter,
     Supervised,
     children_of,
+    last_error,
 )
 from shared.bootstrap import prepare
 from shared.errors import ThreadlineError
@@ -183,15 +192,13 @@ class Supervisor:
             raise StartupError(str(taken)) from None
 
     def _check_port_free(self) -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        host, port = self.settings.http_host, self.settings.http_port
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                probe.bind((self.settings.http_host, self.settings.http_port))
-            except OSError:
-                raise StartupError(
-                    f"{self.settings.http_host}:{self.settings.http_port} is already in use (another `threadline up`?); "
-                    "stop it or set THREADLINE_HTTP_PORT"
-                ) from None
+                probe.bind((host, port))
+            except OSError as error:
+                raise StartupError(f"cannot listen on {host}:{port}: {_bind_refusal(error, port)}") from None
 
     def _gateways(self) -> int:
         return sum(c.service is Service.GATEWAY for c in self.children)
@@ -245,10 +252,10 @@ class Supervisor:
     def _check_children(self) -> None:
         for child in self.children:
             if child.process is not None and child.process.returncode is not None:
-                raise StartupError(
-                    f"{child.name} exited with code {child.process.returncode} while starting; see "
-                    f"{self.data_dir / 'logs' / (child.name + '.log')}"
-                )
+                log_path = self.data_dir / "logs" / f"{child.name}.log"
+                said = last_error(log_path)
+                raise StartupError(f"{child.name} exited with code {child.process.returncode} while starting"
+                                   f"{f': {said}' if said else ''}; see {log_path}")
 
     async def _credentials(self, nats_url: str) -> tuple[dict[str, str], bool]:
         path = self.data_dir / CREDENTIALS_FILE
@@ -413,3 +420,19 @@ def redacted(url: str) -> str:
 
 async def up(settings: Settings, data_dir: Path, demo: bool, replicas: dict[Service, int]) -> int:
     return await Supervisor(settings, data_dir, demo, replicas).run()
+
+
+def _bind_refusal(error: OSError, port: int) -> str:
+    """Why the gateway could not listen, and what to do: said before any service starts."""
+    if error.errno == errno.EADDRINUSE:
+        return (f"the port is in use by {port_holder(port)} (another `threadline up`?); stop it or set "
+                "THREADLINE_HTTP_PORT")
+    if error.errno == errno.EADDRNOTAVAIL:
+        return ("the host is not an address of this machine; set THREADLINE_HTTP_HOST to one of its own (127.0.0.1, "
+                "or 0.0.0.0 for every interface)")
+    if error.errno == errno.EACCES:
+        return "a port below 1024 needs privileges; set THREADLINE_HTTP_PORT to 1024 or above"
+    if isinstance(error, socket.gaierror):
+        return "the host name does not resolve; set THREADLINE_HTTP_HOST to an address of this machine"
+    return f"{error.strerror or error}; check THREADLINE_HTTP_HOST and THREADLINE_HTTP_PORT"
+

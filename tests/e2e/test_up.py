@@ -268,14 +268,14 @@ def ignored_signals(pid: int | str) -> int:
     return int(status.split("SigIgn:")[1].split()[0], 16)
 
 
-def test_every_service_ignores_the_signals_a_python_command_ignores_so_a_peer_gone_is_an_error_not_its_death(
-        system):
+def test_every_service_ignores_the_signals_the_interpreter_ignores_so_a_peer_gone_is_an_error_not_its_death(system):
     """SIGPIPE above all: a service forked from the starter that wrote to PostgreSQL's socket as it was killed died
-    of it (the gateway too, dropping its callers' connections) instead of answering `unavailable`."""
+    of it (the gateway too, dropping its callers' connections) instead of answering `unavailable`. (Only the two the
+    interpreter sets: what else a process ignores it inherits, as a background job ignores SIGQUIT.)"""
+    wanted = (1 << (signal.SIGPIPE - 1)) | (1 << (signal.SIGXFSZ - 1))
     command = subprocess.run([sys.executable, "-c", "from tests.e2e.test_up import ignored_signals as i; "
                               "print(i('self'))"], capture_output=True, text=True, check=True, timeout=60)
-    wanted = int(command.stdout)
-    assert wanted & (1 << (signal.SIGPIPE - 1)), "a Python command ignores SIGPIPE"
+    assert int(command.stdout) & wanted == wanted, "what a Python command ignores"
     for name, entry in system.runtime["services"].items():
         assert ignored_signals(entry["pid"]) & wanted == wanted, name
 
@@ -429,4 +429,13 @@ def test_up_refuses_a_port_in_use_with_a_clear_message(tmp_path):
         done = threadline("up", "--data-dir", str(tmp_path / "data"), "--no-demo",
                           env=clean_environment(THREADLINE_HTTP_PORT=str(port)))
     assert done.returncode == 1
-    assert f"127.0.0.1:{port} is already in use" in done.stderr and "THREADLINE_HTTP_PORT" in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use by pid {os.getpid()}" in done.stderr, done.stderr
+    assert "THREADLINE_HTTP_PORT" in done.stderr
+
+
+def test_up_refuses_a_host_that_is_not_this_machines_saying_so_not_that_the_port_is_in_use(tmp_path):
+    done = threadline("up", "--data-dir", str(tmp_path / "data"), "--no-demo",
+                      env=clean_environment(THREADLINE_HTTP_HOST="192.0.2.1", THREADLINE_HTTP_PORT=str(free_port())))
+    assert done.returncode == 1
+    assert "the host is not an address of this machine; set THREADLINE_HTTP_HOST" in done.stderr, done.stderr
+    assert "in use" not in done.stderr and "Traceback" not in done.stderr
