@@ -48,13 +48,13 @@ def free_port(preferred: int | None = None) -> int:
     from outside the kernel's ephemeral range. A port inside that range (what binding port 0 gives) can be taken by
     any outgoing connection's local end before the server binds it, and the server then fails to start: a gateway or
     a service's metrics port did now and then while many connections were being opened."""
-    if preferred and _bindable(preferred):
+    if preferred and bind_refusal(preferred, reuse=False) is None:
         return _handing_out(preferred)
     span = _listening_span()
     if span is not None:
         for _ in range(200):
             candidate = random.randint(*span)
-            if not _recently_handed_out(candidate) and _bindable(candidate):
+            if not _recently_handed_out(candidate) and bind_refusal(candidate, reuse=False) is None:
                 return _handing_out(candidate)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -75,15 +75,6 @@ def _handing_out(port: int) -> int:
         del _HANDED_OUT[old]
     _HANDED_OUT[port] = now
     return port
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -141,14 +132,17 @@ def port_holder(port: int) -> str:
     return "another process"
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def bind_refusal(port: int, host: str = "127.0.0.1", *, reuse: bool = True) -> OSError | None:
+    """Why a server could not listen on `host`:`port` now, or None when it could. `reuse` as servers bind
+    (SO_REUSEADDR: a port whose last connections linger in TIME_WAIT is free); without it such a port is not."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if reuse:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+            sock.bind((host, port))
+        except OSError as error:
+            return error
+        return None
 
 def missing_embedded(nats: bool, postgres: bool) -> str | None:
     """What to install (or configure) when an embedded server is wanted but not installed."""
@@ -196,7 +190,7 @@ class EmbeddedNats:
         """Start (or start again) on the data dir's port; refuse, naming the holder, when it is taken."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self._kept_port()
-        if not port_is_free(self.port):
+        if bind_refusal(self.port) is not None:
             raise PortTaken(
                 f"port {self.port}, kept by {self.data_dir} for its embedded NATS (subscribers hold URLs with it), "
                 f"is in use by {port_holder(self.port)}: stop that process, or delete "

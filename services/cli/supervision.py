@@ -253,4 +253,3 @@ def last_error(log_path: Path) -> str | None:
             said = f"{said}: {exception[-1]}" if said else exception[-1]
         return said if len(said) <= SAID_CHARS else f"{said[:SAID_CHARS]}…"
     return None
-

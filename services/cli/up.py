@@ -30,6 +30,7 @@ from services.cli.embedded import (
     EmbeddedNats,
     EmbeddedPostgres,
     PortTaken,
+    bind_refusal,
     free_port,
     missing_embedded,
     port_holder,
@@ -193,12 +194,8 @@ class Supervisor:
 
     def _check_port_free(self) -> None:
         host, port = self.settings.http_host, self.settings.http_port
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError as error:
-                raise StartupError(f"cannot listen on {host}:{port}: {_bind_refusal(error, port)}") from None
+        if (error := bind_refusal(port, host)) is not None:
+            raise StartupError(f"cannot listen on {host}:{port}: {_bind_refusal(error, port)}")
 
     def _gateways(self) -> int:
         return sum(c.service is Service.GATEWAY for c in self.children)
@@ -435,4 +432,3 @@ def _bind_refusal(error: OSError, port: int) -> str:
     if isinstance(error, socket.gaierror):
         return "the host name does not resolve; set THREADLINE_HTTP_HOST to an address of this machine"
     return f"{error.strerror or error}; check THREADLINE_HTTP_HOST and THREADLINE_HTTP_PORT"
-

@@ -10,22 +10,16 @@ from fastapi.routing import APIRoute
 from shared import problems
 from shared.errors import InvalidArgument
 
-_TAKEN: dict[int, tuple[APIRoute, tuple[str, ...]]] = {}  # by id(route) (a route is not hashable); the route kept
-
 
 def _taken(route: APIRoute) -> tuple[str, ...]:
     """The query parameters a route reads, its dependencies' included, by the names callers send."""
-    known = _TAKEN.get(id(route))
-    if known is not None and known[0] is route:
-        return known[1]
     names: list[str] = []
     pending: list[Dependant] = [route.dependant]
     while pending:
         dependant = pending.pop()
         names += [field.alias for field in dependant.query_params if field.alias not in names]
         pending += dependant.dependencies
-    _TAKEN[id(route)] = (route, tuple(sorted(names, key=str.lower)))
-    return _TAKEN[id(route)][1]
+    return tuple(sorted(names, key=str.lower))
 
 
 def refuse_unknown_query(request: Request) -> None:
