@@ -21,6 +21,7 @@ from shared.errors import (
     NotFound,
 )
 from shared.events import ThesisDelta
+from shared.problems import MAX_PROBLEMS, Problem
 from shared.replies import CompanyContext
 
 ACTIVE = "active"
@@ -196,6 +197,7 @@ def check_base_revision(base_revision: int, current: int) -> None:
 
 
 def check_source_file(payload: Mapping[str, Any], source: SourceFile | None, company_id: str) -> None:
+    """The source file exists and is the company's: what the rest of a preview is checked against."""
     if source is None:
         raise NotFound(
             f"there is no source file {payload['sourceFileId']}",
@@ -208,35 +210,29 @@ def check_source_file(payload: Mapping[str, Any], source: SourceFile | None, com
             field="sourceFileId",
             hint="use one of this company's source files (get_company_context lists them)",
         )
+
+
+def _cited_source_problems(payload: Mapping[str, Any], source: SourceFile) -> list[Problem]:
+    problems = []
     if payload.get("sourceUrl") is not None and payload["sourceUrl"] != source.url:
-        raise InvalidArgument(
-            f"sourceUrl does not match the source file's URL ({source.url})",
-            field="sourceUrl",
-            hint="omit sourceUrl or give the saved source file's exact URL: a delta comes from one exact source",
-        )
+        problems.append(Problem(
+            "sourceUrl", f"does not match the source file's URL ({source.url})",
+            "omit sourceUrl or give the saved source file's exact URL: a delta comes from one exact source"))
     if payload.get("sourceTitle") is not None and payload["sourceTitle"].strip() != source.title.strip():
-        raise InvalidArgument(
-            f"sourceTitle does not match the source file's title ({source.title!r})",
-            field="sourceTitle",
-            hint="omit sourceTitle or give the saved source file's exact title",
-        )
+        problems.append(Problem("sourceTitle", f"does not match the source file's title ({source.title!r})",
+                                "omit sourceTitle or give the saved source file's exact title"))
+    return problems
 
 
-def _claim_ref(claims: Mapping[str, ThesisClaim], claim_id: str, where: str) -> ThesisClaim:
+def _claim_problem(claims: Mapping[str, ThesisClaim], claim_id: str, where: str) -> Problem | None:
     claim = claims.get(claim_id.lower())
     if claim is None:
-        raise InvalidArgument(
-            f"claim {claim_id} is not a claim of this company's thesis",
-            field=where,
-            hint="use claim ids from the company's thesis (get_company_context)",
-        )
+        return Problem(where, f"claim {claim_id} is not a claim of this company's thesis",
+                       "use claim ids from the company's thesis (get_company_context)")
     if claim.status != ACTIVE:
-        raise InvalidArgument(
-            f"claim {claim_id} is retired",
-            field=where,
-            hint="reference an active claim; a retired claim cannot be affected, updated or retired again",
-        )
-    return claim
+        return Problem(where, f"claim {claim_id} is retired",
+                       "reference an active claim; a retired claim cannot be affected, updated or retired again")
+    return None
 
 
 def build_delta(
@@ -245,64 +241,21 @@ def build_delta(
     source: SourceFile,
     base_revision: int,
 ) -> dict[str, Any]:
-    """Check the proposal against the thesis and express it as a diff of the thesis."""
-    affected = [claims[claim_id].public() for claim_id in _affected_claim_ids(payload, claims)]
-    added: list[dict[str, Any]] = []
-    updated: list[dict[str, Any]] = []
-    retired: list[dict[str, Any]] = []
-    targeted: dict[str, int] = {}
-    for i, proposed in enumerate(payload.get("proposedClaims", [])):
-        where = f"proposedClaims[{i}]"
-        action = proposed["action"]
-        target = proposed.get("targetClaimId")
-        if action == "add":
-            if target is not None:
-                raise InvalidArgument(
-                    "an 'add' creates a new claim and takes no targetClaimId",
-                    field=f"{where}.targetClaimId",
-                    hint="remove targetClaimId, or use action 'update' to change that claim",
-                )
-            added.append(
-                {
-                    "text": proposed["text"],
-                    "label": proposed["label"],
-                    "section": proposed["section"],
-                    "sourceUrl": proposed.get("sourceUrl", source.url),
-                }
-            )
-            continue
-        if target is None:
-            raise InvalidArgument(
-                f"an '{action}' needs the targetClaimId of the claim it changes",
-                field=f"{where}.targetClaimId",
-                hint="add targetClaimId with the id of an active thesis claim (get_company_context)",
-            )
-        claim = _claim_ref(claims, target, f"{where}.targetClaimId")
-        if claim.claim_id in targeted:
-            raise InvalidArgument(
-                f"claim {target} is already changed by proposedClaims[{targeted[claim.claim_id]}]",
-                field=f"{where}.targetClaimId",
-                hint="change each claim at most once per delta",
-            )
-        targeted[claim.claim_id] = i
-        if action == "update":
-            after = {
-                "claimId": claim.claim_id,
-                "text": proposed["text"],
-                "label": proposed["label"],
-                "section": proposed["section"],
-                "sourceUrl": proposed.get("sourceUrl", claim.source_url),
-            }
-            updated.append({"claimId": claim.claim_id, "before": claim.public(), "after": after})
-        else:
-            retired.append({"claimId": claim.claim_id, "before": claim.public(), "reason": proposed["text"]})
+    """Check the proposal against the thesis — every fault of it in one refusal — and express it as a diff of
+    the thesis."""
+    problems = _cited_source_problems(payload, source)
+    affected_ids, affected_problems = _affected_claim_ids(payload, claims)
+    changes, change_problems = _claim_changes(payload, claims, source)
+    problems += affected_problems + change_problems
+    if problems:
+        raise InvalidArgument.of(problems[:MAX_PROBLEMS])
     delta = {
         "baseRevision": base_revision,
         "category": payload["category"],
         "summary": payload["summary"],
         "source": {"sourceFileId": source.source_file_id, "title": source.title, "url": source.url},
-        "claims": {"added": added, "updated": updated, "retired": retired},
-        "affectedClaims": affected,
+        "claims": changes,
+        "affectedClaims": [claims[claim_id].public() for claim_id in affected_ids],
         "confirms": list(payload.get("confirms", [])),
         "contradicts": list(payload.get("contradicts", [])),
         "newRisks": list(payload.get("newRisks", [])),
@@ -312,26 +265,71 @@ def build_delta(
     return delta
 
 
-def _affected_claim_ids(payload: Mapping[str, Any], claims: Mapping[str, ThesisClaim]) -> list[str]:
+def _claim_changes(payload: Mapping[str, Any], claims: Mapping[str, ThesisClaim],
+                   source: SourceFile) -> tuple[dict[str, list[dict[str, Any]]], list[Problem]]:
+    """The proposed claims as added, updated and retired claims, and the problems of those that do not fit."""
+    changes: dict[str, list[dict[str, Any]]] = {"added": [], "updated": [], "retired": []}
+    problems: list[Problem] = []
+    targeted: dict[str, int] = {}
+    for i, proposed in enumerate(payload.get("proposedClaims", [])):
+        where = f"proposedClaims[{i}].targetClaimId"
+        action = proposed["action"]
+        target = proposed.get("targetClaimId")
+        if action == "add":
+            if target is not None:
+                problems.append(Problem(where, "an 'add' creates a new claim and takes no targetClaimId",
+                                        "remove targetClaimId, or use action 'update' to change that claim"))
+                continue
+            changes["added"].append({"text": proposed["text"], "label": proposed["label"],
+                                     "section": proposed["section"],
+                                     "sourceUrl": proposed.get("sourceUrl", source.url)})
+            continue
+        if target is None:
+            problems.append(Problem(where, f"an '{action}' needs the targetClaimId of the claim it changes",
+                                    "add targetClaimId with the id of an active thesis claim (get_company_context)"))
+            continue
+        if (problem := _claim_problem(claims, target, where)) is not None:
+            problems.append(problem)
+            continue
+        claim = claims[target.lower()]
+        if claim.claim_id in targeted:
+            problems.append(Problem(where, f"claim {target} is already changed by "
+                                    f"proposedClaims[{targeted[claim.claim_id]}]",
+                                    "change each claim at most once per delta"))
+            continue
+        targeted[claim.claim_id] = i
+        if action == "update":
+            after = {"claimId": claim.claim_id, "text": proposed["text"], "label": proposed["label"],
+                     "section": proposed["section"], "sourceUrl": proposed.get("sourceUrl", claim.source_url)}
+            changes["updated"].append({"claimId": claim.claim_id, "before": claim.public(), "after": after})
+        else:
+            changes["retired"].append({"claimId": claim.claim_id, "before": claim.public(), "reason": proposed["text"]})
+    return changes, problems
+
+
+def _affected_claim_ids(payload: Mapping[str, Any],
+                        claims: Mapping[str, ThesisClaim]) -> tuple[list[str], list[Problem]]:
     requested = payload.get("affectedClaimIds", [])
     if len(requested) > MAX_AFFECTED_CLAIMS:
-        raise InvalidArgument(
-            f"affectedClaimIds lists {len(requested)} claims; a delta may name at most {MAX_AFFECTED_CLAIMS}",
-            field="affectedClaimIds",
-            hint="name only the claims this source bears on directly, or split the work into several deltas",
-        )
+        return [], [Problem(
+            "affectedClaimIds",
+            f"lists {len(requested)} claims; a delta may name at most {MAX_AFFECTED_CLAIMS}",
+            "name only the claims this source bears on directly, or split the work into several deltas",
+        )]
+    problems: list[Problem] = []
     seen: dict[str, int] = {}
     for i, claim_id in enumerate(requested):
         where = f"affectedClaimIds[{i}]"
-        claim = _claim_ref(claims, claim_id, where)
+        if (problem := _claim_problem(claims, claim_id, where)) is not None:
+            problems.append(problem)
+            continue
+        claim = claims[claim_id.lower()]
         if claim.claim_id in seen:
-            raise InvalidArgument(
-                f"claim {claim_id} is already listed at affectedClaimIds[{seen[claim.claim_id]}]",
-                field=where,
-                hint="list each affected claim once",
-            )
+            problems.append(Problem(where, f"claim {claim_id} is already listed at affectedClaimIds[{seen[claim.claim_id]}]",
+                                    "list each affected claim once"))
+            continue
         seen[claim.claim_id] = i
-    return list(seen)
+    return list(seen), problems
 
 
 def encoded_size(value: Any) -> int:

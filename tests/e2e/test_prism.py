@@ -166,6 +166,26 @@ async def test_preview_retry_commit_review_applies_exactly_what_was_previewed(st
     assert [c["claimId"] for c in changed_event["data"]["changes"]["retired"]] == [margins]
 
 
+async def test_a_preview_with_several_faults_is_refused_once_naming_every_one(stack):
+    company = await new_company(stack)
+    other = await new_company(stack)
+    growth, _, moat = company["claims"]
+    async with stack.agent() as mcp:
+        refused = await call_refused(mcp, "propose_claim_delta_from_source", preview_args(
+            company, unique(), sourceUrl="https://example.org/elsewhere", sourceTitle="Another title",
+            affectedClaimIds=[other["claims"][0]],
+            proposedClaims=[{"text": "x", "label": "INFERRED", "section": "s", "action": "update"},
+                            {"text": "y", "label": "INFERRED", "section": "s", "action": "add", "targetClaimId": moat},
+                            {"text": "z", "label": "INFERRED", "section": "s", "action": "retire",
+                             "targetClaimId": growth}]))
+    assert refused["code"] == "invalid_argument" and refused["field"] == "sourceUrl"
+    assert [p["field"] for p in refused["problems"]] == [
+        "sourceUrl", "sourceTitle", "affectedClaimIds[0]", "proposedClaims[0].targetClaimId",
+        "proposedClaims[1].targetClaimId"]
+    assert all(p["hint"] for p in refused["problems"])
+    assert "(and 4 more problems: see problems)" in refused["message"]
+
+
 async def test_each_refusal_names_the_problem(stack):
     company = await new_company(stack)
     other = await new_company(stack)

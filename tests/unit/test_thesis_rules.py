@@ -59,10 +59,24 @@ def test_invalid_claim_changes_are_refused_naming_the_item(proposed, field):
 
 def test_the_source_file_must_be_the_companys_and_match_what_the_agent_cites():
     domain.check_source_file(payload(), SOURCE, "co")
-    for bad, field in ((payload(), "sourceFileId"), (payload(sourceUrl="https://other.org"), "sourceUrl")):
+    with pytest.raises(InvalidArgument) as refused:
+        domain.check_source_file(payload(), SOURCE, "other-co")
+    assert refused.value.field == "sourceFileId"
+    for bad, field in ((payload(sourceUrl="https://other.org"), "sourceUrl"), (payload(sourceTitle="Q4"), "sourceTitle")):
         with pytest.raises(InvalidArgument) as refused:
-            domain.check_source_file(bad, SOURCE, "co" if field != "sourceFileId" else "other-co")
+            domain.build_delta(bad, CLAIMS, SOURCE, 0)
         assert refused.value.field == field
+
+
+def test_every_fault_of_a_delta_is_named_in_one_refusal():
+    bad = payload(change("update"), change("update", A), change("retire", A), change("retire", B),
+                  sourceUrl="https://other.org", affectedClaimIds=[C, "44444444-4444-4444-8444-444444444444", C])
+    with pytest.raises(InvalidArgument) as refused:
+        domain.build_delta(bad, CLAIMS, SOURCE, 0)
+    assert [p["field"] for p in refused.value.problems] == [
+        "sourceUrl", "affectedClaimIds[1]", "affectedClaimIds[2]", "proposedClaims[0].targetClaimId",
+        "proposedClaims[2].targetClaimId", "proposedClaims[3].targetClaimId"]
+    assert refused.value.field == "sourceUrl" and "(and 5 more problems: see problems)" in refused.value.message
 
 
 def test_the_idempotency_digest_ignores_key_order_but_not_content():
