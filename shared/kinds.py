@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -123,7 +124,24 @@ def _adding(write: str, added: type[BaseModel], change: str) -> Callable[..., Aw
 
 
 def _check_source(item: SourceItem, facts: LedgerFacts) -> list[Problem]:
-    return [ledger.taken("id", item.id, "source")] if item.id in facts.sources else []
+    problems = [ledger.taken("id", item.id, "source")] if item.id in facts.sources else []
+    return problems + undated(item)
+
+
+def undated(item: SourceItem) -> list[Problem]:
+    """The dates of a source the calendar does not have (2024-13-01, 2026-02-30): the schema's pattern lets
+    any digits through."""
+    problems = []
+    for field, value, words in (("publicationDate", item.publication_date, ", or living or unknown"),
+                                ("snapshotDate", item.snapshot_date, "")):
+        if value in ("living", "unknown"):
+            continue
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            problems.append(Problem(field, f"{value!r} is not a date of the calendar",
+                                    f"send a real date as YYYY-MM-DD (a month 01-12, a day the month has){words}"))
+    return problems
 
 
 SOURCES = ItemKind(

@@ -113,8 +113,9 @@ async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]
 
 async def record_sources(cmd: RecordSources, uow: ReviewUnitOfWork) -> dict[str, Any]:
     sources = kinds.SOURCES
-    if duplicates := sources.duplicates(cmd.sources):
-        raise InvalidArgument.of(duplicates)
+    undated = [p.at(sources.where(i)) for i, source in enumerate(cmd.sources) for p in kinds.undated(source)]
+    if faults := sources.duplicates(cmd.sources) + undated:
+        raise InvalidArgument.of(faults)
     async with uow:
         revision = await _locked(uow, cmd.case_id, cmd.expected_revision)
         facts = await uow.ledger.facts(cmd.case_id, revision, References.union(

@@ -292,6 +292,29 @@ async def test_stage_sources_refusals(stack, build, field):
         assert error["code"] == "invalid_argument" and error["field"] == field
 
 
+async def test_a_date_the_calendar_does_not_have_is_refused_naming_each_date_field(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1)
+        error = await refused_storing_nothing(agent, "stage_sources", {
+            "expectedCaseId": agent.case_id, "expectedRevision": 1, "sources": [
+                source_item(unique("month"), publicationDate="2024-13-01"),
+                source_item(unique("day"), publicationDate="unknown", snapshotDate="2026-02-30"),
+                source_item(ids["sources"][0], publicationDate="living")]})
+        assert error["code"] == "invalid_argument"
+        assert [(p["field"], p["message"]) for p in error["problems"]] == [
+            ("sources[0].publicationDate", "'2024-13-01' is not a date of the calendar"),
+            ("sources[1].snapshotDate", "'2026-02-30' is not a date of the calendar"),
+            ("sources[2].id", f"the id {ids['sources'][0]!r} already names a canonical source of this case")]
+        assert "YYYY-MM-DD" in error["problems"][0]["hint"] and "living or unknown" in error["problems"][0]["hint"]
+        assert "living or unknown" not in error["problems"][1]["hint"]
+        async with stack.api() as api:
+            recorded = await api.post(f"/api/v1/cases/{agent.case_id}/sources", json={
+                "sources": [source_item(unique("api"), snapshotDate="2025-04-31")]})
+        assert recorded.status_code == 422, recorded.text
+        assert recorded.json()["error"]["field"] == "sources[0].snapshotDate"
+        assert await agent.revision() == 1
+
+
 async def test_claims_may_cite_only_canonical_sources_not_pending_ones(stack):
     async with agent_session(stack) as agent:
         ids = await seed(agent, sources=1, claims=1)
