@@ -47,6 +47,15 @@ WHERE p.case_id = :case_id AND p.kind = ANY(CAST(:kinds AS text[])) AND i.item_i
 ORDER BY p.created_at, p.proposal_id
 """
 STAGING_CLAIMS = [k.name for k in KINDS.values() if k.record == "claim"]
+STAGING_SOURCES = [k.name for k in KINDS.values() if k.record == "source"]
+
+
+async def staged_ids(connection: Any, case_id: str, kinds: list[str], ids: list[str]) -> list[dict[str, str]]:
+    """Which of `ids` are staged, undecided, in proposals of `kinds`: each with its proposal."""
+    if not ids:
+        return []
+    rows = await connection.execute(text(_PENDING), {"case_id": case_id, "kinds": kinds, "ids": ids})
+    return [{"id": item_id, "proposalId": proposal_id} for item_id, proposal_id in rows]
 
 
 def _claim(row: Any, case_id: str) -> dict[str, Any]:
@@ -86,9 +95,7 @@ async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: Projectio
         rows = {r.claim_id: r for r in await connection.execute(
             text(_CLAIMS), {"case_id": args.expected_case_id, "ids": list(args.claim_ids)})}
         missing = [c for c in args.claim_ids if c not in rows]
-        staged = (await connection.execute(text(_PENDING), {
-            "case_id": args.expected_case_id, "kinds": STAGING_CLAIMS, "ids": missing})).all() if missing else []
-    pending = [{"id": item_id, "proposalId": proposal_id} for item_id, proposal_id in staged]
+        pending = await staged_ids(connection, args.expected_case_id, STAGING_CLAIMS, missing)
     unknown = [c for c in missing if c not in {p["id"] for p in pending}]
     return {
         "caseId": args.expected_case_id, "workspaceRevision": revision,

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from services.projection import as_of, domain, guidance, read_models, workspace
+from services.projection.inspect_claims import STAGING_SOURCES, staged_ids
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, ViewState
 from shared import events, ledger
@@ -203,6 +204,8 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
         derived = await uow.reads.derived_claims(
             args.expected_case_id, list(found), domain.DERIVED_CLAIMS_CAP
         )
+        pending = await staged_ids(uow.search.connection, args.expected_case_id, STAGING_SOURCES,
+                                   [s for s in args.source_ids if s not in found])
     records = []
     for source_id in args.source_ids:
         source = found.get(source_id)
@@ -224,7 +227,7 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
                 "derivedClaimsOmitted": omitted,
             }
         )
-    unknown = [s for s in args.source_ids if s not in found]
+    unknown = [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending}]
     return {
         "caseId": args.expected_case_id,
         "records": records,
@@ -235,6 +238,10 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
             if unknown
             else {}
         ),
+        **({"pendingSourceIds": pending,
+            "pendingHint": "these ids are staged in the proposals named, pending review: not yet canonical sources "
+                           "of the case, so no claim may cite them; search_workspace with status=pending finds "
+                           "them"} if pending else {}),
     }
 
 

@@ -169,6 +169,21 @@ async def test_inspect_returns_delimited_untrusted_records_with_transcriptions(s
         assert "Chart: emissions" not in outside and "Ignore previous" not in outside
 
 
+async def test_inspect_sources_names_a_staged_source_with_its_proposal_not_as_unknown(stack):
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1)
+        staged = await agent.stage("stage_sources", sources=[source_item("staged-source")])
+        read = await agent.ok("inspect_sources", {"expectedCaseId": agent.case_id,
+                                                  "sourceIds": [made["sources"][0], "staged-source", "no-such"]})
+        assert [r["sourceId"] for r in read["records"]] == [made["sources"][0]]
+        assert read["unknownSourceIds"] == ["no-such"]
+        assert read["pendingSourceIds"] == [{"id": "staged-source", "proposalId": staged["proposalId"]}]
+        assert "pending review" in read["pendingHint"] and "status=pending" in read["pendingHint"]
+        await decide(stack, staged["proposalId"], reject=["staged-source"])
+        again = await agent.ok("inspect_sources", {"expectedCaseId": agent.case_id, "sourceIds": ["staged-source"]})
+        assert again["unknownSourceIds"] == ["staged-source"] and "pendingSourceIds" not in again
+
+
 async def test_inspect_caps_derived_claims_and_counts_the_rest(stack):
     async with agent_session(stack) as agent:
         ids = await seed(agent, sources=1, claims=15)
