@@ -23,6 +23,14 @@ def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[st
     with a gap, however many (scope=unresolved's cursor stops at 96, as every get_workspace section's does)."""
     kinds = ", ".join(f"{count} {kind}" for kind, (count, _) in by_type.items())
     claims = [g["claimId"] for g in first if g.get("claimId")]
+    if not any(ids for _, ids in by_type.values()):  # the case's own gaps only (no verdict): a search lists none
+        return {
+            "type": "gaps", "total": total, "byKind": {kind: count for kind, (count, _) in by_type.items()},
+            "claimsByKind": {}, "first": [{"gap": g["type"]} for g in first],
+            "note": f"{total} gap(s) the ledger shows ({kinds}); no claim has a gap. get_workspace scope=unresolved "
+                    "says what to do about them.",
+            "next": {"tool": "get_workspace", "arguments": {"scope": "unresolved"}},
+        }
     return {
         "type": "gaps",
         "total": total,

@@ -130,8 +130,8 @@ async def test_guidance_carries_reviewer_notes_newest_first_then_gaps(stack):
         # The computed gaps, summarised in one entry after the notes: counts by kind, the first few, the calls.
         assert entries[2]["type"] == "gaps" and entries[2]["byKind"]["missing_verdict"] == 1
         assert {"gap": "missing_verdict"} in entries[2]["first"] and len(entries) == 3
-        assert entries[2]["next"] == {"tool": "search_workspace", "arguments": {
-            "expectedCaseId": agent.case_id, "query": "*", "kinds": ["claim"], "gap": "any"}}
+        # No claim has a gap (the case has none): the call that says what to do, not a search that lists nothing.
+        assert entries[2]["next"] == {"tool": "get_workspace", "arguments": {"scope": "unresolved"}}
 
 
 async def test_an_agent_without_a_case_is_told_to_get_one_assigned(stack):

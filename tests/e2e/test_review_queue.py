@@ -346,6 +346,17 @@ async def test_the_calls_the_gaps_summary_suggests_run_as_given(stack):
         assert [c["id"] for c in read["claims"]] == summary["inspect"]["arguments"]["claimIds"]
 
 
+async def test_when_no_claim_has_a_gap_the_gaps_summary_suggests_the_call_that_says_what_to_do(stack):
+    async with agent_session(stack) as agent:
+        await seed(agent, sources=1, claims=1)
+        summary = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"][-1]
+        assert summary["type"] == "gaps" and summary["byKind"] == {"missing_verdict": 1}
+        assert summary["next"] == {"tool": "get_workspace", "arguments": {"scope": "unresolved"}}
+        assert "search_workspace" not in summary["note"] and "no claim has a gap" in summary["note"]
+        answered = await agent.ok(summary["next"]["tool"], summary["next"]["arguments"])
+        assert [i["type"] for i in answered["unresolved"]["items"]] == ["missing_verdict"]
+
+
 async def test_possible_duplicates_follow_the_decisions_made_since_staging_in_both_directions(stack):
     """x-second restates x-first, staged while it was pending; y-second restates y-first. Once x-first is rejected,
     x-second is no possible duplicate in the queue, its page shows x-first as rejected since and offers nothing; y-first,
