@@ -303,9 +303,23 @@ async def _answer(uow: ProjectionUnitOfWork, case_id: str, query: str, kinds: li
     elif found.more and page < MAX_CURSOR:
         answer["nextCursor"] = page + 1
     if not hits:
-        answer["hint"] = ("no record matches: try fewer or other words, an id, or status=any"
-                          if total == 0 else f"this page is past the last one ({-(-total // PAGE)})")
+        answer["hint"] = (_nothing_found(search, gap) if total == 0
+                          else f"this page is past the last one ({-(-total // PAGE)})")
     return answer
+
+
+_OF_STATUS = {"canonical": "canonical ", "pending": "pending ", "retired": "retired or superseded ", "any": ""}
+
+
+def _nothing_found(search: Search, gap: str | None) -> str:
+    """What an empty answer means: for words, to change them; for a * listing, what the case has none of."""
+    if checked_query(search.query) != EVERYTHING:
+        return "no record matches: try fewer or other words, an id, or status=any"
+    if gap:
+        of_type = "" if gap == "any" else f" of type {gap}"
+        return f"no canonical claim has a gap{of_type}: get_workspace scope=unresolved lists the case's gaps"
+    record = " or ".join(search.kinds) + " record" if set(search.kinds) != set(KINDS) else "record"
+    return f"the case has no {_OF_STATUS[search.status]}{record}" + (" yet" if search.status == "any" else "")
 
 
 async def search_workspace(request: ToolRequest[SearchWorkspaceArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:

@@ -194,6 +194,19 @@ async def test_a_search_lists_every_claim_with_a_gap_however_many_and_follows_a_
         assert refused["code"] == "invalid_argument" and refused["field"] == "gap", refused
 
 
+async def test_an_empty_star_listing_says_what_it_found_none_of_not_to_change_its_words(stack):
+    async with agent_session(stack) as agent:
+        await seed(agent, sources=1, claims=1)
+        pinned = {"expectedCaseId": agent.case_id, "query": "*"}
+        no_gap = await agent.ok("search_workspace", {**pinned, "gap": "claim_disputed"})
+        assert no_gap["total"] == 0 and no_gap["hint"] == (
+            "no canonical claim has a gap of type claim_disputed: get_workspace scope=unresolved lists the case's gaps")
+        no_group = await agent.ok("search_workspace", {**pinned, "kinds": ["group", "relation"], "status": "any"})
+        assert no_group["total"] == 0 and no_group["hint"] == "the case has no group or relation record yet"
+        no_words = await agent.ok("search_workspace", {**pinned, "query": "zeppelin"})
+        assert no_words["hint"] == "no record matches: try fewer or other words, an id, or status=any"
+
+
 async def test_a_word_typed_without_its_accents_finds_it_written_with_them_and_the_snippet_keeps_them(stack):
     """Agents and reviewers mostly type plain ASCII: "Zurich" finds Zürich, "Nestle" Nestlé, a misspelled "Zurihc"
     Zürich by similar spellings; "Zürich" still finds it, ranked as "Zurich" is (no word counted twice)."""
