@@ -144,6 +144,13 @@ def status_after(proposal: StoredProposal, plan: DecisionPlan) -> str:
 
 
 def check_expected_revision(expected: int | None, revision: int) -> None:
+    if expected is not None and expected > revision:  # no one loaded a revision the case has not reached
+        raise StaleRevision(
+            f"expectedRevision {expected} is ahead of the case, which is at revision {revision}",
+            field="expectedRevision",
+            hint="send the revision you read: revision of GET /api/v1/cases/{caseId}, or a proposal's caseRevision",
+            details={"currentRevision": revision},
+        )
     if expected is not None and expected != revision:
         raise StaleRevision(
             f"the case is at revision {revision}, not {expected}: the ledger changed since you loaded it",

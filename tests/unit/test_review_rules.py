@@ -59,6 +59,14 @@ def test_a_stale_view_is_refused_and_no_expectation_means_no_check():
     assert stale.value.details == {"currentRevision": 7}
 
 
+def test_an_expected_revision_ahead_of_the_case_is_not_called_a_change_since_it_was_loaded():
+    with pytest.raises(StaleRevision) as ahead:
+        domain.check_expected_revision(9, 7)
+    assert ahead.value.message == "expectedRevision 9 is ahead of the case, which is at revision 7"
+    assert "changed" not in ahead.value.message and "caseRevision" in ahead.value.hint
+    assert ahead.value.field == "expectedRevision" and ahead.value.details == {"currentRevision": 7}
+
+
 @pytest.mark.parametrize(("reject", "note", "refused"), [
     (["a"], None, True), (["a"], "  ", True), (["a"], "no source says so", False), ([], None, False)])
 def test_a_rejection_needs_a_note_and_an_acceptance_does_not(reject, note, refused):
