@@ -137,6 +137,8 @@ def page_of(chunk: Sequence[Any], start: int, total: int, section: str) -> dict[
         "next": {"tool": "get_workspace", "arguments": {"scope": section, "cursor": following}} if has_next else None,
         # Items past the last reachable page (cursor at most 96) are counted, not silently dropped.
         "omitted": 0 if has_next else max(0, total - following),
+        **({"hint": f"cursor {start} is past the last item of scope={section}: leave cursor out for the first page"}
+           if start and not chunk else {}),
     }
 
 

@@ -84,6 +84,17 @@ async def test_a_cursor_with_a_scope_that_does_not_page_is_ignored_and_the_answe
         assert "ignored" not in paged and paged["guidance"]["offset"] == 12
 
 
+async def test_a_cursor_past_the_last_item_answers_an_empty_page_that_says_so(stack):
+    async with agent_session(stack) as agent:
+        await seed(agent, sources=1, claims=1)
+        for scope in ("unresolved", "guidance"):
+            past = (await agent.ok("get_workspace", {"scope": scope, "cursor": 40}))[scope]
+            assert past["items"] == [] and past["offset"] == 40 and past["nextCursor"] is None
+            assert past["hint"] == f"cursor 40 is past the last item of scope={scope}: leave cursor out for the first page"
+        within = (await agent.ok("get_workspace", {"scope": "unresolved"}))["unresolved"]
+        assert "hint" not in within
+
+
 async def test_unresolved_lists_open_questions_paged_by_item_offset(stack):
     async with agent_session(stack) as agent:
         source = (await seed(agent, sources=1, source_type="reporting"))["sources"][0]
