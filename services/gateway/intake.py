@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from services.gateway.errors import too_large
-from services.gateway.judge import INLINE_VALUES, INVALID_REQUEST, PASS, REPLACE
+from services.gateway.judge import INLINE_VALUES, INVALID_REQUEST, PASS, REPLACE, misshapen
 from services.gateway.limits import MAX_CALL_BYTES, declared_length
 from shared.errors import HTTP_STATUS, ThreadlineError, Unavailable
 from shared.logging import get_logger
@@ -31,6 +31,7 @@ log = get_logger(__name__)
 
 JUDGED_SCOPE_KEY = "threadline.judged"  # the problems the judging process found in a call's arguments
 PUNCTUATION = (b"[", b"{", b",", b":")
+ARGUMENTS = b'"arguments"'  # a body without it sends no arguments to misshape
 WAITING = 8  # large bodies waiting for the judge at most; more are told to retry (a gateway under attack)
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -147,7 +148,18 @@ class Intake:
                 await _jsonrpc_error(verdict["status"], verdict["code"], verdict["message"], verdict.get("id"))(
                     scope, receive, send)
                 return
+        elif ARGUMENTS in body and (replaced := _misshapen(body)) is not None:  # a small body: parsed in microseconds
+            body = replaced["body"].encode()
+            scope[JUDGED_SCOPE_KEY] = [Problem(**p) for p in replaced["problems"]]
         await app(scope, _replay(body, receive), send)
+
+
+def _misshapen(body: bytes) -> dict[str, Any] | None:
+    """judge.misshapen for a body small enough to parse here; None when it does not parse (the transport says so)."""
+    try:
+        return misshapen(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        return None
 
 
 def judged_problems(request: Any) -> list[Problem] | None:

@@ -74,6 +74,27 @@ def judge(body: bytes) -> dict[str, Any]:
     return {"outcome": REPLACE, "body": orjson.dumps(call).decode(), "problems": problems}
 
 
+_WHAT = {str: "a string", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def misshapen(message: Any) -> dict[str, Any] | None:
+    """A small tools/call (intake.py) whose arguments are there but neither an object nor null (an object sent as
+    its JSON text, a list): the call without them and the problem, so the agent gets a tool error naming arguments,
+    not the transport's bare "Invalid request parameters". None for any other message. (A large one is refused
+    above as no call.)"""
+    import orjson
+
+    params = message.get("params") if isinstance(message, dict) and message.get("method") == "tools/call" else None
+    if not isinstance(params, dict) or params.get("arguments") is None or isinstance(params["arguments"], dict):
+        return None
+    what = _WHAT.get(type(params["arguments"]), "not an object")
+    problem = {"field": "arguments", "message": f"is {what}; a tool's arguments are a JSON object",
+               "hint": "send the arguments as a JSON object itself, not the JSON text of one nor a list "
+                       "({} when the tool needs none)"}
+    call = {**message, "params": {**params, "arguments": {}}}
+    return {"outcome": REPLACE, "body": orjson.dumps(call).decode(), "problems": [problem]}
+
+
 def _problems(name: Any, arguments: dict[str, Any]) -> list[dict[str, str]] | None:
     """Every problem of the arguments (None: they are valid; [] when the tool does not exist)."""
     from shared.spec import ArgumentError, all_tools, validate_arguments

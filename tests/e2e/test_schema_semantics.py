@@ -49,3 +49,17 @@ async def test_arguments_null_is_refused_naming_arguments_and_no_arguments_at_al
         served = await raw_call(stack, agent.token, {"name": "get_workspace"})
         assert "isError" not in served or served["isError"] is False
         assert unframed(served["structuredContent"])["caseId"] == agent.case_id
+
+
+async def test_arguments_sent_as_json_text_or_an_array_are_refused_naming_arguments_with_the_fix(stack):
+    async with agent_session(stack) as agent:
+        for sent, what in (('{"scope": "claims"}', "a string"), ([{"scope": "claims"}], "an array"), (5, "a number")):
+            refused = await raw_call(stack, agent.token, {"name": "get_workspace", "arguments": sent})
+            assert refused["isError"] is True, refused
+            error = refused["structuredContent"]["error"]
+            assert error["code"] == "invalid_argument" and error["field"] == "arguments"
+            assert error["message"] == f"arguments: is {what}; a tool's arguments are a JSON object"
+            assert "Field: arguments" in refused["content"][0]["text"]
+        assert "not the JSON text of one" in error["hint"]
+        served = await raw_call(stack, agent.token, {"name": "get_workspace", "arguments": {"scope": "claims"}})
+        assert unframed(served["structuredContent"])["scope"] == "claims"
