@@ -69,6 +69,9 @@ class StageFacts:
     same_urls: list[list[Any]] = field(default_factory=list)
 
 
+VERDICT_SLOT = ("verdict", "slot")  # a verdict call depends on the case's one verdict slot, named so in details
+
+
 @dataclass(frozen=True)
 class Change:
     """A record the call depends on that changed after its pin."""
@@ -79,6 +82,8 @@ class Change:
     revision: int
 
     def describe(self) -> str:
+        if (self.record, self.id) == VERDICT_SLOT:
+            return f"the case's verdict changed at revision {self.revision} (one was accepted or superseded)"
         return f"{self.record} {self.id!r} {self.what} at revision {self.revision}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,7 +134,7 @@ def changed_since_pin(kind: ItemKind, items: list[Any], facts: LedgerFacts, pin:
                 elif history.ended is not None and history.ended > pin:
                     found[(record, record_id)] = Change(record, record_id, history.status, history.ended)
     if kind is VERDICT and facts.verdict_slot_changed > pin:
-        found[("verdict", "slot")] = Change("verdict", "slot", "changed", facts.verdict_slot_changed)
+        found[VERDICT_SLOT] = Change(*VERDICT_SLOT, "changed", facts.verdict_slot_changed)
     return sorted(found.values(), key=lambda c: (c.revision, c.record, c.id))
 
 

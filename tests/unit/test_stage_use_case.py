@@ -95,6 +95,17 @@ async def test_a_call_whose_cited_record_changed_after_its_pin_is_refused_naming
     assert store.proposals == {} and store.outbox == []
 
 
+async def test_a_verdict_staged_behind_a_verdict_accepted_since_its_pin_says_so_in_words():
+    store = ledger(revision=5)
+    store.add_record("case-a", "claim", "v0", kind="verdict", revision=4)
+    patch = {"claim": verdict_claim("v1", ["s1"]), "relations": [relation_item("r1", "c1", "v1")]}
+    with pytest.raises(StaleRevision) as stale:
+        await stage(kinds.VERDICT, call(kinds.VERDICT, revision=3, **patch), FakeStagingUnitOfWork(store))
+    assert "the case's verdict changed at revision 4 (one was accepted or superseded)" in stale.value.message
+    assert "'slot'" not in stale.value.message
+    assert stale.value.details["changed"] == [{"record": "verdict", "id": "slot", "change": "changed", "revision": 4}]
+
+
 async def test_an_identical_call_returns_the_first_proposal_and_stores_nothing_new():
     store = ledger()
     first = await stage(kinds.CLAIMS, call(kinds.CLAIMS, claims=[claim_item("c3", ["s1"])]), FakeStagingUnitOfWork(store))
