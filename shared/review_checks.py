@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from shared.contracts import ClaimItem, MergeGroupItem, RelationItem, SourceItem, VerdictClaim, VerdictPatch
@@ -47,6 +47,8 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "a claim rated contradicted is offered as support for another"),
     Check("snapshot-before-publication", WARNING,
           "the source's snapshot date is earlier than its publication date"),
+    Check("snapshot-in-future", WARNING,
+          "the source's snapshot date, the day it was accessed, is later than today"),
     Check("prediction-year-passed", WARNING,
           "a prediction about a year that has already passed: what happened can be observed, not predicted"),
     Check("prediction-without-year", INFO,
@@ -230,6 +232,10 @@ def _source(item: SourceItem, facts: CheckFacts) -> list[tuple[str, str]]:
     if item.publication_date[:4].isdigit() and item.snapshot_date < item.publication_date:
         found.append(("snapshot-before-publication",
                       f"snapshot {item.snapshot_date} precedes publication {item.publication_date}"))
+    # Compared as text (ISO dates sort as days do): a day later than tomorrow, which is today somewhere already.
+    if facts.today and item.snapshot_date > (facts.today + timedelta(days=1)).isoformat():
+        found.append(("snapshot-in-future",
+                      f"snapshot {item.snapshot_date} is after today ({facts.today}): no one accessed it then"))
     return found
 
 

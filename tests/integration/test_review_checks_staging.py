@@ -90,3 +90,11 @@ async def test_a_source_the_previous_release_wrote_without_a_url_key_is_still_fo
         again = await agent.stage("stage_sources", sources=[source_item("old-copy", url="http://old.example/Report")])
         assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [("old-copy", "source-url-restaged")]
         assert "canonical source old has" in again["reviewChecks"][0]["message"]
+
+
+async def test_a_source_snapshot_dated_after_today_is_flagged_at_staging_not_refused(stack):
+    async with agent_session(stack) as agent:
+        staged = await agent.stage("stage_sources", sources=[
+            source_item("from-the-future", snapshotDate="2999-01-01"), source_item("today-ish")])
+        assert [(c["itemId"], c["check"]) for c in staged["reviewChecks"]] == [("from-the-future", "snapshot-in-future")]
+        assert [i["status"] for i in staged["items"]] == ["pending", "pending"]

@@ -133,6 +133,18 @@ def test_a_verdicts_support_from_a_contradicted_claim_is_flagged_under_the_verdi
                                                           relation_item("vw", "weak", "v", "contradicts"))], found)
 
 
+def test_a_snapshot_dated_after_today_is_flagged_a_day_of_time_zones_aside():
+    today = CheckFacts(today=date(2026, 12, 7))
+    ahead = SourceItem.model_validate(source_item("s", publicationDate="2024-01-01", snapshotDate="2999-01-01"))
+    flags = evaluate([ahead], today)
+    assert [(f.check, f.message) for f in flags] == [
+        ("snapshot-in-future", "snapshot 2999-01-01 is after today (2026-12-07): no one accessed it then")]
+    for day in ("2026-12-07", "2026-12-08"):  # today, or already tomorrow somewhere
+        fine = SourceItem.model_validate(source_item("s", publicationDate="2024-01-01", snapshotDate=day))
+        assert checks([fine], today) == set()
+    assert checks([ahead], facts()) == set()  # no day known, no judgement
+
+
 def test_snapshot_before_publication():
     early = SourceItem.model_validate(source_item("s", publicationDate="2026-11-05", snapshotDate="2026-11-01"))
     assert checks([early], facts()) == {"snapshot-before-publication"}
