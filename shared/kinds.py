@@ -123,9 +123,16 @@ def _adding(write: str, added: type[BaseModel], change: str) -> Callable[..., Aw
 # --- sources ----------------------------------------------------------------------------------------
 
 
+def unwritten(item: BaseModel) -> list[Problem]:
+    """The texts of an item that hold only whitespace: the schema's minLength 1 lets a space through, and a reviewer
+    could read nothing in it."""
+    return [Problem(key, "is blank: only whitespace", "write the text a reviewer should read, or leave the item out")
+            for key, value in item.model_dump(by_alias=True).items() if isinstance(value, str) and not value.strip()]
+
+
 def _check_source(item: SourceItem, facts: LedgerFacts) -> list[Problem]:
     problems = [ledger.taken("id", item.id, "source")] if item.id in facts.sources else []
-    return problems + undated(item)
+    return problems + unwritten(item) + undated(item)
 
 
 def undated(item: SourceItem) -> list[Problem]:
@@ -162,7 +169,7 @@ SOURCES = ItemKind(
 
 def _check_claim(item: ClaimItem, facts: LedgerFacts) -> list[Problem]:
     problems = [ledger.taken("id", item.id, "claim")] if item.id in facts.claims else []
-    return problems + ledger.sources_usable(item.source_ids, facts)
+    return problems + unwritten(item) + ledger.sources_usable(item.source_ids, facts)
 
 
 CLAIMS = ItemKind(
@@ -183,6 +190,7 @@ CLAIMS = ItemKind(
 
 def _check_relation(item: RelationItem, facts: LedgerFacts, *, patch_claim: str | None = None) -> list[Problem]:
     problems = [ledger.taken("id", item.id, "relation")] if item.id in facts.relations else []
+    problems += unwritten(item)
     if item.source_claim_id == item.target_claim_id:
         return problems + [Problem(
             "targetClaimId",
@@ -222,6 +230,7 @@ RELATIONS = ItemKind(
 
 def _check_group(item: MergeGroupItem, facts: LedgerFacts) -> list[Problem]:
     problems = [ledger.taken("groupId", item.group_id, "merge group")] if item.group_id in facts.groups else []
+    problems += unwritten(item)
     members = item.member_claim_ids
     for i, claim_id in enumerate(members):
         if claim_id in members[:i]:
@@ -256,6 +265,7 @@ def verdict_bases(patch: VerdictPatch) -> list[str]:
 def _check_verdict(patch: VerdictPatch, facts: LedgerFacts) -> list[Problem]:
     verdict_id = patch.claim.id
     problems = [ledger.taken("claim.id", verdict_id, "claim")] if verdict_id in facts.claims else []
+    problems += [p.at("claim") for p in unwritten(patch.claim)]
     problems += [p.at("claim") for p in ledger.sources_usable(patch.claim.source_ids, facts)]
     direct_bases = 0
     for i, relation in enumerate(patch.relations):

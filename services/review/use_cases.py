@@ -113,7 +113,8 @@ async def case_graph(cmd: CaseGraphRef, uow: ReviewUnitOfWork) -> dict[str, Any]
 
 async def record_sources(cmd: RecordSources, uow: ReviewUnitOfWork) -> dict[str, Any]:
     sources = kinds.SOURCES
-    undated = [p.at(sources.where(i)) for i, source in enumerate(cmd.sources) for p in kinds.undated(source)]
+    undated = [p.at(sources.where(i)) for i, source in enumerate(cmd.sources)
+               for p in kinds.unwritten(source) + kinds.undated(source)]
     if faults := sources.duplicates(cmd.sources) + undated:
         raise InvalidArgument.of(faults)
     async with uow:

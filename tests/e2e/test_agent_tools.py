@@ -341,6 +341,23 @@ async def test_a_date_the_calendar_does_not_have_is_refused_naming_each_date_fie
         assert await agent.revision() == 1
 
 
+async def test_a_text_of_only_whitespace_is_refused_naming_each_field_as_blank(stack):
+    async with agent_session(stack) as agent:
+        ids = await seed(agent, sources=1, claims=2)
+        pinned = {"expectedCaseId": agent.case_id, "expectedRevision": await agent.revision()}
+        error = await refused_storing_nothing(agent, "stage_claims", {**pinned, "claims": [
+            claim_item(unique("blank"), ids["sources"], text="   ", transformationNote="\n\t")]})
+        assert [(p["field"], p["message"]) for p in error["problems"]] == [
+            ("claims[0].text", "is blank: only whitespace"), ("claims[0].transformationNote", "is blank: only whitespace")]
+        assert "write" in error["problems"][0]["hint"]
+        a, b = ids["claims"]
+        error = await refused_storing_nothing(agent, "stage_relations", {**pinned, "relations": [
+            relation_item(unique("r"), a, b, rationale=" ")]}, field="relations[0].rationale")
+        error = await refused_storing_nothing(agent, "stage_sources", {**pinned, "sources": [
+            source_item(unique("s"), title="\u3000", publisher=" ")]})
+        assert {p["field"] for p in error["problems"]} == {"sources[0].title", "sources[0].publisher"}
+
+
 async def test_claims_may_cite_only_canonical_sources_not_pending_ones(stack):
     async with agent_session(stack) as agent:
         ids = await seed(agent, sources=1, claims=1)
