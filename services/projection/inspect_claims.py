@@ -50,6 +50,23 @@ STAGING_CLAIMS = [k.name for k in KINDS.values() if k.record == "claim"]
 STAGING_SOURCES = [k.name for k in KINDS.values() if k.record == "source"]
 
 
+# Ids that name the other kind of record an inspect tool reads (a source id sent to inspect_claims), each with
+# the tool that reads it.
+_OTHER = {"source": ("SELECT source_id FROM sources WHERE case_id = :case_id AND source_id = ANY(CAST(:ids AS text[]))",
+                     "inspect_sources"),
+          "claim": ("SELECT claim_id FROM claims WHERE case_id = :case_id AND claim_id = ANY(CAST(:ids AS text[]))",
+                    "inspect_claims")}
+
+
+async def other_records(connection: Any, case_id: str, record: str, ids: list[str]) -> list[dict[str, str]]:
+    """Which of `ids` name a `record` of the case (source or claim), with the tool that reads it."""
+    if not ids:
+        return []
+    query, tool = _OTHER[record]
+    found = set((await connection.execute(text(query), {"case_id": case_id, "ids": ids})).scalars())
+    return [{"id": i, "record": record, "readWith": tool} for i in ids if i in found]
+
+
 async def staged_ids(connection: Any, case_id: str, kinds: list[str], ids: list[str]) -> list[dict[str, str]]:
     """Which of `ids` are staged, undecided, in proposals of `kinds`: each with its proposal."""
     if not ids:
@@ -96,7 +113,9 @@ async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: Projectio
             text(_CLAIMS), {"case_id": args.expected_case_id, "ids": list(args.claim_ids)})}
         missing = [c for c in args.claim_ids if c not in rows]
         pending = await staged_ids(connection, args.expected_case_id, STAGING_CLAIMS, missing)
-    unknown = [c for c in missing if c not in {p["id"] for p in pending}]
+        other = await other_records(connection, args.expected_case_id, "source",
+                                    [c for c in missing if c not in {p["id"] for p in pending}])
+    unknown = [c for c in missing if c not in {p["id"] for p in pending} | {o["id"] for o in other}]
     return {
         "caseId": args.expected_case_id, "workspaceRevision": revision,
         "claims": [_claim(rows[c], args.expected_case_id) for c in args.claim_ids if c in rows],
@@ -106,4 +125,5 @@ async def inspect_claims(request: ToolRequest[InspectClaimsArgs], uow: Projectio
         **({"pendingClaimIds": pending,
             "pendingHint": "these ids are staged in the proposals named, pending review: not yet claims of the case; "
                            "search_workspace with status=pending finds them, with their text"} if pending else {}),
+        **({"otherRecords": other} if other else {}),
     }

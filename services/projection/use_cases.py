@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from services.projection import as_of, domain, guidance, read_models, workspace
-from services.projection.inspect_claims import STAGING_SOURCES, staged_ids
+from services.projection.inspect_claims import STAGING_SOURCES, other_records, staged_ids
 from services.projection.ports import ProjectionUnitOfWork
 from services.projection.view_rows import UNRESOLVED, ViewState
 from shared import events, ledger
@@ -206,6 +206,8 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
         )
         pending = await staged_ids(uow.search.connection, args.expected_case_id, STAGING_SOURCES,
                                    [s for s in args.source_ids if s not in found])
+        other = await other_records(uow.search.connection, args.expected_case_id, "claim",
+                                    [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending}])
     records = []
     for source_id in args.source_ids:
         source = found.get(source_id)
@@ -227,7 +229,7 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
                 "derivedClaimsOmitted": omitted,
             }
         )
-    unknown = [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending}]
+    unknown = [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending} | {o["id"] for o in other}]
     return {
         "caseId": args.expected_case_id,
         "records": records,
@@ -242,6 +244,7 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
             "pendingHint": "these ids are staged in the proposals named, pending review: not yet canonical sources "
                            "of the case, so no claim may cite them; search_workspace with status=pending finds "
                            "them"} if pending else {}),
+        **({"otherRecords": other} if other else {}),
     }
 
 

@@ -286,6 +286,18 @@ async def test_inspect_claims_names_a_pending_claim_with_its_proposal_not_as_no_
         assert again["unknownClaimIds"] == ["pend-dup"] and "pendingClaimIds" not in again
 
 
+async def test_an_id_of_the_other_kind_is_named_with_the_tool_that_reads_it(stack):
+    async with agent_session(stack) as agent:
+        made = await seed(agent, sources=1, claims=1)
+        source, claim = made["sources"][0], made["claims"][0]
+        claims = await agent.ok("inspect_claims", {"expectedCaseId": agent.case_id, "claimIds": [source, "c-nope"]})
+        assert claims["unknownClaimIds"] == ["c-nope"]
+        assert claims["otherRecords"] == [{"id": source, "record": "source", "readWith": "inspect_sources"}]
+        sources = await agent.ok("inspect_sources", {"expectedCaseId": agent.case_id, "sourceIds": [claim]})
+        assert sources["unknownSourceIds"] == [] and "unknownHint" not in sources
+        assert sources["otherRecords"] == [{"id": claim, "record": "claim", "readWith": "inspect_claims"}]
+
+
 async def test_a_claims_relations_past_inspects_cap_are_paged_by_searching_its_id(stack):
     async with agent_session(stack) as agent:
         source = (await seed(agent, sources=1))["sources"][0]
