@@ -34,8 +34,8 @@ def decode(cursor: str, bound: str, read: Callable[[list[Any]], Key], *, of: str
         *values, given = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         key = read(values)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
-        raise InvalidArgument(f"cursor: it is not one {of} gave", field="cursor", hint=_PAGE_ON) from error
+        raise InvalidArgument(f"cursor: it is not one this {of} gave", field="cursor", hint=_PAGE_ON) from error
     if given != bound:
-        raise InvalidArgument(f"cursor: it belongs to {of} of another case or with other filters", field="cursor",
+        raise InvalidArgument(f"cursor: it belongs to a {of} of another case or with other filters", field="cursor",
                               hint=keep)
     return key

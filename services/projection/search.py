@@ -136,7 +136,7 @@ def _position(key: list[Any]) -> Position:
 
 
 def decode_position(cursor: str, fingerprint: str) -> Position:
-    return cursors.decode(cursor, fingerprint, _position, of="this search",
+    return cursors.decode(cursor, fingerprint, _position, of="search",
                           keep="keep kinds, status and gap as they were, or start again without cursor")
 
 

@@ -47,7 +47,7 @@ def _after(key: list[Any]) -> tuple[datetime, str]:
 
 
 def decode_cursor(cursor: str, fingerprint: str) -> tuple[datetime, str]:
-    return cursors.decode(cursor, fingerprint, _after, of="this queue",
+    return cursors.decode(cursor, fingerprint, _after, of="queue",
                           keep="keep status, kind, agent, q, duplicates and sort as they were, or start again")
 
 

@@ -126,6 +126,7 @@ async def test_a_star_listing_pages_on_from_its_last_hit_and_its_cursor_keeps_to
                       {"expectedCaseId": agent.case_id, "kinds": ["source"]}):
             refused = await agent.refused("search_workspace", {**listing, **other, "cursor": first["nextCursor"]})
             assert refused["code"] == "invalid_argument" and refused["field"] == "cursor", (other, refused)
+        assert refused["message"] == "cursor: it belongs to a search of another case or with other filters"
         for forged in (2, "bm90LWEtY3Vyc29y", first["nextCursor"][:-4]):
             refused = await agent.refused("search_workspace", {**listing, "cursor": forged})
             assert refused["field"] == "cursor", (forged, refused)
