@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, case, func, literal, literal_column, or_, select, tuple_, union_all
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import Select, and_, case, cast, func, literal, literal_column, or_, select, tuple_, union_all
+from sqlalchemy.dialects.postgresql import JSONPATH, aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from shared.db.history_tables import rating_history
@@ -55,6 +55,16 @@ def _ended_at(table: Any, as_of: int) -> dict[str, Any]:
 def _logged(table: Any) -> Any:
     """The change log's entry of the revision a row was made in (who made the revision, and when)."""
     return and_(change_log.c.case_id == table.c.case_id, change_log.c.revision == table.c.revision)
+
+
+def _retirement_note(table: Any, record: str, key: Any) -> Any:
+    """The note the retirement that ended a row gave it (the change log's entry of that revision keeps it)."""
+    path = cast(literal('$.retired[*] ? (@.record == $record && @.id == $id).note'), JSONPATH)
+    note = func.jsonb_path_query_first(change_log.c.changes, path, func.jsonb_build_object("record", record, "id", key))
+    return (select(note.op("#>>")(literal_column("'{}'")))  # the JSON string as text
+            .where(change_log.c.case_id == table.c.case_id, change_log.c.revision == table.c.ended_revision,
+                   table.c.status == "retired")
+            .scalar_subquery())
 
 
 def _capped(queries: list[Select], cap: int) -> Any:
@@ -173,7 +183,8 @@ class SqlHistory:
                       .limit(1).scalar_subquery())
         found = dicts(await self.connection.execute(
             select(claims, proposals.c.created_at.label("proposed_at"), proposals.c.pinned_revision,
-                   proposals.c.staged_revision, superseded.label("supersedes"))
+                   proposals.c.staged_revision, superseded.label("supersedes"),
+                   _retirement_note(claims, "claim", claims.c.claim_id).label("ended_note"))
             .select_from(claims.outerjoin(proposals, proposals.c.proposal_id == claims.c.proposal_id))
             .where(claims.c.case_id == case_id, claims.c.claim_id == claim_id)))
         return found[0] if found else None
@@ -184,7 +195,8 @@ class SqlHistory:
         re-ratings its first `cap` + 1 (so a cut shows), each row with the list's `total`."""
         total = func.count().over().label("total")
         linked = dicts(await self.connection.execute(
-            select(relations, total).where(relations.c.case_id == case_id, or_(
+            select(relations, total, _retirement_note(relations, "relation", relations.c.relation_id).label("ended_note"))
+            .where(relations.c.case_id == case_id, or_(
                 relations.c.source_claim_id == claim_id, relations.c.target_claim_id == claim_id))
             .order_by(relations.c.revision, relations.c.relation_id).limit(cap + 1)))
         grouped = dicts(await self.connection.execute(

@@ -118,7 +118,8 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
                  "otherClaimId": other}
         events.append(_event("related", r["revision"], r["decided_by"], r["decided_at"], **shown))
         if r["ended_revision"] is not None:
-            events.append(_event("relation_ended", r["ended_revision"], r["ended_by"], r["ended_at"], **shown))
+            events.append(_event("relation_ended", r["ended_revision"], r["ended_by"], r["ended_at"],
+                                 note=r.get("ended_note"), **shown))
     for g in links["groups"]:
         events.append(_event("grouped", g["revision"], g["decided_by"], g["decided_at"], groupId=g["group_id"]))
         if g["ended_revision"] is not None:
@@ -137,7 +138,7 @@ def _canonical_events(claim: dict[str, Any], links: dict[str, list[dict[str, Any
                              resolutionId=r["resolution_id"], supersedesResolution=r["supersedes"]))
     if claim["ended_revision"] is not None:
         events.append(_event(claim["status"], claim["ended_revision"], claim["ended_by"], claim["ended_at"],
-                             supersededBy=claim["superseded_by"]))
+                             supersededBy=claim["superseded_by"], note=claim.get("ended_note")))
     return events
 
 

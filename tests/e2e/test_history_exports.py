@@ -282,6 +282,21 @@ async def test_a_claims_timeline_tells_its_life_with_who_and_when(stack, history
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "claimId"
 
 
+async def test_a_retired_claims_timeline_gives_the_reviewers_note_and_why_its_relations_ended(stack, history):
+    agent, _ = history
+    async with stack.api() as api:
+        c = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/c/timeline")).json()
+        b = (await api.get(f"/api/v1/cases/{agent.case_id}/claims/b/timeline")).json()
+    retired = next(e for e in c["events"] if e["event"] == "retired")
+    assert retired["note"] == "withdrawn"
+    ended = next(e for e in b["events"] if e["event"] == "relation_ended" and e["relationId"] == "c-b")
+    assert ended["note"] == "its claim c was retired"
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = await http.get(f"/ui/cases/{agent.case_id}/claims/c")
+    assert page.status_code == 200 and "note: withdrawn" in page.text
+
+
 async def test_a_claim_no_one_accepted_has_its_timeline_from_its_proposals(stack, history):
     agent, marks = history
     async with stack.api() as api:
