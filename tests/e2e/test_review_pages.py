@@ -104,3 +104,17 @@ async def test_a_redelivery_on_the_admin_page_redirects_to_the_webhook_page(stac
         assert TIME_WITH_ZONE.search(page.text) and not TIME_WITHOUT_ZONE.search(page.text)
         await receiver.wait_for(lambda requests: sum(r.headers["webhook-id"] == delivered["eventId"]
                                                      for r in requests) >= 2)
+
+
+async def test_a_page_refusing_several_parameters_lists_every_one_with_its_fix(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http:
+        queue = await http.get(f"/ui/cases/{agent.case_id}", params={"kind": "zz", "sort": "bad"})
+        as_of = await http.get(f"/ui/cases/{agent.case_id}", params={"asOf": "x", "since": "y"})
+    assert queue.status_code == 200
+    problems = queue.text[queue.text.index('id="queue-problem"'):]
+    problems = problems[:problems.index("</div>")]
+    assert "see problems" not in problems
+    assert "kind" in problems and "sort" in problems and "oldest" in problems, problems
+    assert as_of.status_code == 422 and "see problems" not in as_of.text
+    shown = as_of.text[as_of.text.index("<h1>"):]
+    assert "asOf" in shown and "since" in shown, shown[:1000]
