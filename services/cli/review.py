@@ -95,9 +95,14 @@ class Api:
             raise typer.Exit(2) from None
         if response.status_code >= 400:
             error = body.get("error", {}) if isinstance(body, dict) else {}
-            errors.print(f"error ({error.get('code')}): {error.get('message')}", style="red")
-            if error.get("hint"):
-                errors.print(f"hint: {error['hint']}")
+            problems = error.get("problems") or []
+            if len(problems) < 2:  # the message names the first problem only, and says "see problems"
+                problems = [{"message": error.get("message"), "hint": error.get("hint")}]
+            for problem in problems:
+                named = f"{problem['field']}: " if problem.get("field") else ""
+                errors.print(f"error ({error.get('code')}): {named}{problem.get('message')}", style="red")
+                if problem.get("hint"):
+                    errors.print(f"hint: {problem['hint']}")
             raise typer.Exit(1)
         return body
 

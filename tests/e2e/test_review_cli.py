@@ -76,6 +76,16 @@ async def test_showing_a_proposal_prints_each_items_review_checks_and_grounding(
         assert "grounding: primary, 1 independent origin\n" in shown.stdout, shown.stdout
 
 
+async def test_a_refusal_of_several_options_prints_each_with_its_fix(stack):
+    async with agent_session(stack) as agent:
+        listed = await asyncio.to_thread(threadline, "list", "--case", agent.case_id, "--status", "bogus",
+                                         "--sort", "bad", stack=stack)
+    assert listed.returncode == 1 and "see problems" not in listed.stderr, listed.stderr
+    said = " ".join(listed.stderr.split())
+    assert "status: Input should be 'pending'" in said and "sort: Input should be 'oldest'" in said, said
+    assert "hint: use one of: 'oldest' or 'newest'" in said, said
+
+
 def test_the_usage_of_each_review_command_names_the_proposal_argument_in_capitals():
     for command in ("reject", "accept", "show", "duplicate"):
         usage = processes.threadline("review", command, "--help", env={**os.environ, "COLUMNS": "100"})
