@@ -118,3 +118,19 @@ async def test_a_page_refusing_several_parameters_lists_every_one_with_its_fix(s
     assert as_of.status_code == 422 and "see problems" not in as_of.text
     shown = as_of.text[as_of.text.index("<h1>"):]
     assert "asOf" in shown and "since" in shown, shown[:1000]
+
+
+async def test_a_claims_retired_source_is_marked_retired_where_the_case_page_lists_its_sources(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http, stack.api() as api:
+        kept, gone = (await seed(agent, sources=2))["sources"]
+        await agent.accepted("stage_claims", claims=[claim_item("cites-both", [kept, gone])])
+        retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements",
+                                 json={"records": [{"record": "source", "id": gone}], "note": "withdrawn"})
+        assert retired.status_code == 200, retired.text
+        page = await http.get(f"/ui/cases/{agent.case_id}")
+        before = await http.get(f"/ui/cases/{agent.case_id}", params={"asOf": retired.json()["revision"] - 1})
+    listed = page.text[page.text.index('id="claim-cites-both"'):]
+    listed = " ".join(listed[:listed.index("</li>")].split())
+    assert f"sources {kept}, " in listed and f'{gone} (retired)' in listed, listed
+    then = before.text[before.text.index('id="claim-cites-both"'):]
+    assert "(retired)" not in then[:then.index("</li>")]
