@@ -134,3 +134,16 @@ async def test_a_claims_retired_source_is_marked_retired_where_the_case_page_lis
     assert f"sources {kept}, " in listed and f'{gone} (retired)' in listed, listed
     then = before.text[before.text.index('id="claim-cites-both"'):]
     assert "(retired)" not in then[:then.index("</li>")]
+
+
+async def test_the_history_page_says_why_records_were_retired(stack):
+    async with agent_session(stack) as agent, signed_in(stack) as http, stack.api() as api:
+        gone = (await seed(agent, sources=1))["sources"][0]
+        retired = await api.post(f"/api/v1/cases/{agent.case_id}/retirements",
+                                 json={"records": [{"record": "source", "id": gone}], "note": "the page moved"})
+        assert retired.status_code == 200, retired.text
+        page = await http.get(f"/ui/cases/{agent.case_id}/history")
+    assert page.status_code == 200
+    shown = " ".join(page.text.split())
+    retirement = shown[shown.index(f'id="revision-{retired.json()["revision"]}"'):]
+    assert "the page moved" in retirement[:retirement.index("</li>")], retirement[:800]
