@@ -87,11 +87,13 @@ class SqlHistory:
         revision), the predictions resolved and the log
         entries, each list its first `cap` + 1 entries in revision order, each row with the list's `total`."""
         added = [select(literal("added").label("change"), literal(record).label("record"), key.label("id"),
-                        table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"))
+                        table.c.revision, table.c.decided_by.label("by"), NULL_TEXT.label("superseded_by"),
+                        NULL_TEXT.label("note"))
                  .where(table.c.case_id == case_id, table.c.revision > start, table.c.revision <= end)
                  .order_by(table.c.revision, key) for record, table, key in RECORDS]
         ended = [select(literal(status).label("change"), literal(record).label("record"), key.label("id"),
-                        table.c.ended_revision.label("revision"), table.c.ended_by.label("by"), table.c.superseded_by)
+                        table.c.ended_revision.label("revision"), table.c.ended_by.label("by"), table.c.superseded_by,
+                        _retirement_note(table, record, key).label("note"))
                  .where(table.c.case_id == case_id, table.c.status == status, table.c.ended_revision > start,
                         table.c.ended_revision <= end)
                  .order_by(table.c.ended_revision, key)

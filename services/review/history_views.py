@@ -37,7 +37,8 @@ def diff_view(case_id: str, start: int, end: int, found: dict[str, list[dict[str
 
     def entry(r: dict[str, Any]) -> dict[str, Any]:
         shown = {"record": r["record"], "id": r["id"], "revision": r["revision"], "by": r["by"]}
-        return shown | ({"supersededBy": r["superseded_by"]} if r["superseded_by"] else {})
+        return (shown | ({"supersededBy": r["superseded_by"]} if r["superseded_by"] else {})
+                | ({"note": r["note"]} if r.get("note") else {}))  # a retirement's note: why
 
     view: dict[str, Any] = {"caseId": case_id, "from": start, "to": end}
     for name in ("added", "retired", "superseded"):

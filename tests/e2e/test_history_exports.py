@@ -264,6 +264,22 @@ async def test_the_diff_names_what_changed_and_the_decisions_that_did_it(stack, 
     assert diff["counts"]["decisions"] == 3 and diff["omitted"] == {}
 
 
+async def test_the_diff_and_the_changes_since_give_each_retirements_note(stack, history):
+    agent, marks = history
+    window = {"from": marks["first_verdict"], "to": marks["claim_retired"]}
+    async with stack.api() as api:
+        diff = (await api.get(f"/api/v1/cases/{agent.case_id}/diff", params=window)).json()
+    notes = {(r["record"], r["id"]): r.get("note") for r in diff["retired"]}
+    assert notes[("source", "s1")] == notes[("claim", "c")] == "withdrawn", notes
+    assert notes[("relation", "c-b")] == "its claim c was retired", notes
+    assert all("note" not in a for a in diff["added"] + diff["superseded"])
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+        assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+        page = await http.get(f"/ui/cases/{agent.case_id}", params={"since": window["from"], "asOf": window["to"]})
+    retired = page.text[page.text.index('class="plain changes-retired"'):]
+    assert "withdrawn" in retired[:retired.index("</ul>")]
+
+
 async def test_a_claims_timeline_tells_its_life_with_who_and_when(stack, history):
     agent, marks = history
     async with stack.api() as api:
