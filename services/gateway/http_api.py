@@ -268,7 +268,7 @@ async def revoke_token(token_id: str, request: Request, principal: Principal = c
     return await request.app.state.gateway.tokens.revoke(token_id)
 
 
-@router.put("/agents/{name}/active-case", tags=["identities"], response_model=m.Assignment)
+@router.put("/agents/{name:path}/active-case", tags=["identities"], response_model=m.Assignment)
 async def assign_case(name: AgentName, body: ActiveCaseBody, request: Request, principal: Principal = caller(*ADMINS)) -> Any:
     return await request.app.state.gateway.tokens.assign(name, body.case_id)
 

@@ -39,7 +39,7 @@ templates.globals["agent_link"] = agent_link
 templates.globals["linked_summary"] = linked_summary
 
 
-@router.get("/agents/{name}")
+@router.get("/agents/{name:path}")
 async def agent_page(request: Request, name: AgentName, principal: Principal = Reviewer) -> Response:
     found = await call(request, Command.AGENT_RECORD, AgentRecordRef(actor=principal.actor(), agent=name))
     return render(request, "agent.html", record=found, probability=PROBABILITY)

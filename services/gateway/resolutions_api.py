@@ -37,7 +37,7 @@ async def resolve_prediction(case_id: CaseId, body: ResolveBody, request: Reques
         expected_revision=body.expected_revision))
 
 
-@router.get("/agents/{name}/record", tags=["agents"], response_model=m.View)
+@router.get("/agents/{name:path}/record", tags=["agents"], response_model=m.View)
 async def agent_record(name: AgentName, request: Request, principal: Principal = caller(*READERS)) -> Any:
     """The agent's track record from the ledger: proposals and items staged, accepted, rejected and pending,
     the acceptance rate, reviewers' rejection notes grouped, possible duplicates and review checks flagged,

@@ -452,7 +452,7 @@ ENDPOINTS = {
     ("POST", "/api/v1/tokens"): (ADMIN, _fixed("/api/v1/tokens", {"role": "agent", "name": "agent-{unique}"})),
     ("GET", "/api/v1/tokens"): (ADMIN, _fixed("/api/v1/tokens")),
     ("DELETE", "/api/v1/tokens/{token_id}"): (ADMIN, _revocation),
-    ("PUT", "/api/v1/agents/{name}/active-case"): (ADMIN, _fixed("/api/v1/agents/{agent}/active-case",
+    ("PUT", "/api/v1/agents/{name:path}/active-case"): (ADMIN, _fixed("/api/v1/agents/{agent}/active-case",
                                                                  {"caseId": "{case}"})),
     ("POST", "/api/v1/companies"): (ADMIN, _fixed("/api/v1/companies", {"ticker": "{ticker}", "name": "Matrix"})),
     ("GET", "/api/v1/companies"): (READERS, _fixed("/api/v1/companies")),

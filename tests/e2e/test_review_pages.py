@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from contextlib import asynccontextmanager
+from urllib.parse import quote
 
 import httpx2
 
 from services.gateway.ui import COOKIE, csrf_token
-from tests.factories import agent_session, claim_item, seed, ui_sign_in
+from tests.factories import agent_session, claim_item, seed, ui_sign_in, unique
 from tests.receivers import Receiver
 from tests.webhooks import register, wait_until_delivered
 
@@ -147,3 +148,19 @@ async def test_the_history_page_says_why_records_were_retired(stack):
     shown = " ".join(page.text.split())
     retirement = shown[shown.index(f'id="revision-{retired.json()["revision"]}"'):]
     assert "the page moved" in retirement[:retirement.index("</li>")], retirement[:800]
+
+
+async def test_an_agent_named_with_a_slash_has_its_track_record_and_its_case_reassigned(stack):
+    name = f"team/{unique('agent')}?v=2#x"
+    async with agent_session(stack, name=name) as agent, signed_in(stack) as http, stack.api() as api:
+        source = (await seed(agent, sources=1))["sources"][0]
+        await agent.stage("stage_claims", claims=[claim_item("slashed", [source])])
+        record = await api.get(f"/api/v1/agents/{quote(name, safe='')}/record")
+        case = await http.get(f"/ui/cases/{agent.case_id}")
+        link = re.search(r'href="(/ui/agents/[^"]+)"', case.text).group(1)
+        page = await http.get(link)
+        async with stack.api("admin") as admin:
+            moved = await admin.put(f"/api/v1/agents/{quote(name, safe='')}/active-case", json={"caseId": agent.case_id})
+    assert record.status_code == 200 and record.json()["agent"] == name, record.text
+    assert page.status_code == 200 and "Track record of" in page.text, page.text[:300]
+    assert moved.status_code == 200, moved.text
