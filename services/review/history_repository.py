@@ -44,9 +44,12 @@ CANDIDATES_AT_A_TIME = 500  # claims whose grounding may have changed, read and 
 
 
 def _ended_at(table: Any, as_of: int) -> dict[str, Any]:
-    """The record's status at `as_of`, and its ending (who, when, which revision) if it had ended by then."""
+    """The record's status at `as_of`, and its ending (who, when, which revision, a retirement's note) if it had
+    ended by then."""
     ended = table.c.ended_revision <= as_of
+    record, key = next((name, key) for name, known, key in RECORDS if known is table)
     return {"status": case((ended, table.c.status), else_=literal("active")),
+            "ended_note": case((ended, _retirement_note(table, record, key))),
             "ended_by": case((ended, table.c.ended_by)), "ended_at": case((ended, table.c.ended_at)),
             "ended_revision": case((ended, table.c.ended_revision)),
             "superseded_by": case((ended, table.c.superseded_by))}

@@ -164,6 +164,20 @@ async def test_every_generation_and_invalidation_falls_within_its_activity(stack
         assert list(graph.query(outside)) == [], link
 
 
+async def test_prov_says_why_each_record_was_retired_once_the_exported_revision_has_it(stack, history):
+    agent, marks = history
+    notes = PREFIXES + "SELECT ?id ?note WHERE { ?e tl:retirementNote ?note . BIND(STRAFTER(STR(?e), '/') AS ?id) }"
+    for fmt, parse_as in (("prov-turtle", "turtle"), ("prov-jsonld", "json-ld")):
+        now = rdflib.Graph().parse(data=(await export(stack, agent.case_id, fmt)).text, format=parse_as)
+        said = {str(e).rsplit("/", 2)[-2:][1]: str(n) for e, n in now.query(PREFIXES + """
+            SELECT ?e ?note WHERE { ?e tl:retirementNote ?note }""")}
+        assert said.get("c") == said.get("s1") == "withdrawn", said
+        assert said.get("c-b") == "its claim c was retired" and "v1" not in said, said  # v1 was superseded
+        before = rdflib.Graph().parse(data=(await export(stack, agent.case_id, fmt, marks["source_retired"] - 1)).text,
+                                      format=parse_as)
+        assert list(before.query(notes)) == []
+
+
 async def test_nanopublications_one_per_claim_with_their_four_graphs(stack, history):
     agent, marks = history
     for revision in (marks["first_verdict"], marks["claim_retired"]):

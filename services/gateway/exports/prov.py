@@ -59,6 +59,7 @@ PROPERTIES = {
     "outcome": "How a prediction resolved: true, false or void (void: it can no longer be judged).",
     "resolvedOn": "The day a prediction resolved (xsd:date), as the cited source shows it.",
     "resolutionNote": "Why a resolution supersedes the earlier one.",
+    "retirementNote": "Why a reviewer retired the record (once the exported revision has retired it).",
     "supersedes": "The earlier resolution of the same prediction that this one replaces.",
     "resolution": "A prediction's resolution standing at the exported revision (in a nanopublication's provenance).",
 }
@@ -152,7 +153,7 @@ class Provenance:
                     prov__generatedAtTime=when(row["decided_at"]), prov__wasAttributedTo=attributed,
                     prov__wasInvalidatedBy=ref(self.iri("revisions", row["ended_revision"]))
                     if row["ended_revision"] is not None else None,
-                    prov__invalidatedAtTime=when(row["ended_at"]))
+                    prov__invalidatedAtTime=when(row["ended_at"]), tl__retirementNote=row.get("ended_note"))
 
     def resolution(self, row: dict[str, Any]) -> list[Node]:
         """A prediction's resolution: an activity of its reviewer that used the claim and the cited source."""
