@@ -39,7 +39,7 @@ def _stream(api: Api, case_id: str, params: dict, target: BinaryIO) -> None:
         with api.client.stream("GET", f"/api/v1/cases/{case_id}/export", params=params, timeout=None) as response:
             if response.status_code >= 400:
                 response.read()
-                api.answer(response)  # prints the error and exits
+                api.answer(response, {"asOf": "--as-of"})  # prints the error and exits
             for data in response.iter_bytes():
                 target.write(data)
     except httpx2.HTTPError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -84,9 +85,10 @@ class Api:
             raise typer.Exit(2) from None
         return self.answer(response)
 
-    def answer(self, response: httpx2.Response) -> Any:
+    def answer(self, response: httpx2.Response, options: dict[str, str] | None = None) -> Any:
         """A response's JSON; a refusal, or an answer that is not the gateway's JSON (a proxy's error page), is
-        printed on standard error and ends the command."""
+        printed on standard error and ends the command; `options` names the command's option for an API field
+        (`{"asOf": "--as-of"}`), as the user typed it."""
         try:
             body = response.json()
         except ValueError:  # not the gateway's JSON: a proxy's error page, or another server on that port
@@ -100,9 +102,13 @@ class Api:
                 problems = [{"message": error.get("message"), "hint": error.get("hint")}]
             for problem in problems:
                 named = f"{problem['field']}: " if problem.get("field") else ""
-                errors.print(f"error ({error.get('code')}): {named}{problem.get('message')}", style="red")
-                if problem.get("hint"):
-                    errors.print(f"hint: {problem['hint']}")
+                said = f"error ({error.get('code')}): {named}{problem.get('message')}"
+                hint = problem.get("hint") or ""
+                for field, option in (options or {}).items():
+                    said, hint = (re.sub(rf"\b{re.escape(field)}\b", option, text) for text in (said, hint))
+                errors.print(said, style="red")
+                if hint:
+                    errors.print(f"hint: {hint}")
             raise typer.Exit(1)
         return body
 

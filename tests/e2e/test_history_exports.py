@@ -413,7 +413,9 @@ async def test_threadline_export_writes_what_the_api_serves(stack, history, tmp_
         str(THREADLINE), "export", agent.case_id, "--format", "aif-json",
         "--as-of", "999", "--url", stack.http_url, "--token", stack.tokens["reviewer"]],
         capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 1 and "asOf" in refused.stderr and refused.stdout == "", refused.stdout
+    assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+    # The refusal names the command's option, as the user typed it, not the API's query parameter.
+    assert "--as-of 999 is not a revision" in refused.stderr and "asOf" not in refused.stderr, refused.stderr
     before = written.read_bytes()
     refused = await asyncio.to_thread(subprocess.run, [
         str(THREADLINE), "export", agent.case_id, "--format", "aif-json",
