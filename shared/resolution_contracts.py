@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from shared.contract_base import Actor, Contract, Slug
 from shared.contracts import Revision, bounded_text
 
-Day = Annotated[str, StringConstraints(min_length=10, max_length=10, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+
+def _calendar_day(value: str) -> str:
+    try:
+        date.fromisoformat(value)
+    except ValueError:  # 2026-02-30 has the shape of a day, but is none
+        raise ValueError("is not a calendar day") from None
+    return value
+
+
+# A calendar day as YYYY-MM-DD: checked with the rest of a request, so one refusal names every field at fault.
+Day = Annotated[str, StringConstraints(min_length=10, max_length=10, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+                AfterValidator(_calendar_day)]
 AgentName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 

@@ -191,3 +191,15 @@ async def test_an_item_resembling_two_records_counts_once_among_the_duplicates_a
         staged = await agent.stage("stage_claims", claims=[claim_item("c-third", ["outcomes"], text=text.upper())])
         assert {f["of"]["id"] for f in staged["possibleDuplicates"]} == {"c-first", "c-second"}
         assert (await record(stack, agent.name))["duplicatesFlagged"] == 1
+
+
+async def test_a_resolution_with_several_bad_fields_is_refused_once_naming_each_with_its_fix(stack):
+    async with agent_session(stack) as agent:
+        await agent.accepted("stage_sources", sources=[source_item("outcomes")])
+        await agent.accepted("stage_claims", claims=[prediction("p1", "supported")])
+        for day in ("2026-02-30", "yesterday"):
+            error = (await resolve(stack, agent.case_id, 422, claimId="p1", outcome="maybe", sourceId="outcomes",
+                                   resolvedOn=day))["error"]
+            fixes = {p["field"]: p["hint"] for p in error.get("problems", [])}
+            assert set(fixes) == {"outcome", "resolvedOn"}, error
+            assert "YYYY-MM-DD" in fixes["resolvedOn"], fixes
