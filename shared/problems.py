@@ -94,6 +94,7 @@ _FIXES: dict[str, Any] = {
 # Fixes worth more than the generic ones, for fields of the reviewers' API whose right value is found
 # elsewhere (an agent's expectedRevision comes from get_workspace instead).
 API_FIELD_FIXES = {
+    "companyId": "use the companyId of a saved company: a UUID, as GET /api/v1/companies lists them",
     "resolvedOn": "write the day it resolved as YYYY-MM-DD, a calendar day that has come",
     "expectedRevision": "send the case revision you reviewed (a whole number): caseRevision of "
                         "GET /api/v1/proposals/{proposalId}",

@@ -160,3 +160,11 @@ async def test_a_misspelt_query_parameter_is_named_with_the_one_meant_and_a_stra
     async with stack.api(token="not-a-token") as stranger:
         refused = await stranger.get("/api/v1/cases/no-such-case/ledger", params={"asof": "3"})
     assert refused.status_code == 401 and "asOf" not in refused.text
+
+
+async def test_a_company_id_that_is_no_uuid_is_told_what_a_company_id_is(stack):
+    async with stack.api() as api:
+        events = await api.get("/api/v1/events", params={"companyId": "acme", "format": "json"})
+    error = events.json()["error"]
+    assert events.status_code == 422 and error["field"] == "companyId", error
+    assert "GET /api/v1/companies" in error["hint"] and "characters" not in error["hint"], error
