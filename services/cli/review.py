@@ -77,13 +77,13 @@ class Api:
             token = json.loads(credentials.read_text())["reviewer"]
         self.client = httpx2.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
-    def __call__(self, method: str, path: str, **kwargs: Any) -> Any:
+    def __call__(self, method: str, path: str, options: dict[str, str] | None = None, **kwargs: Any) -> Any:
         try:
             response = self.client.request(method, f"/api/v1{path}", **kwargs)
         except httpx2.HTTPError as error:
             errors.print(f"cannot reach {self.url}: {error}", style="red")
             raise typer.Exit(2) from None
-        return self.answer(response)
+        return self.answer(response, options)
 
     def answer(self, response: httpx2.Response, options: dict[str, str] | None = None) -> Any:
         """A response's JSON; a refusal, or an answer that is not the gateway's JSON (a proxy's error page), is
@@ -293,7 +293,8 @@ def duplicate(proposal: ProposalId, item: Annotated[str, typer.Argument(metavar=
     shown = api("GET", f"/proposals/{proposal}")
     body = {"duplicates": [{"itemId": item, "of": of}], "note": note,
             "expectedRevision": expected_revision if expected_revision is not None else shown["caseRevision"]}
-    outcome = api("POST", f"/proposals/{shown['proposalId']}/decisions", json=body)
+    outcome = api("POST", f"/proposals/{shown['proposalId']}/decisions", json=body,
+                  options={"duplicates[0].of": "--of", "duplicates[0].itemId": "ITEM"})
     if as_json:
         return typer.echo(json.dumps(outcome, indent=2))
     for refused in outcome["refused"]:

@@ -460,6 +460,8 @@ async def test_the_review_cli_filters_pages_and_rejects_as_a_duplicate(stack):
         assert f"possible duplicate of canonical claim {canonical}" in shown.stdout
         refused = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", "nothing")
         assert refused.returncode == 1 and "'nothing' is neither canonical nor pending" in refused.stderr, refused.stderr
+        assert "error (invalid_argument): --of: the claim 'nothing'" in refused.stderr, refused.stderr  # the option typed
+        assert "duplicates[0]" not in refused.stderr, refused.stderr
         assert refused.stdout == ""  # a refusal never lands in what a script reads
         done = await asyncio.to_thread(cli, "duplicate", staged[1]["proposalId"], "cli-1", "--of", canonical,
                                        "--note", "Cite it instead.")
