@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pydantic
 import typer
@@ -226,6 +226,12 @@ def relay(data_dir: DataDir = None) -> None:
     _run(run())
 
 
+def _seconds(value: float | None) -> float | None:
+    if value is not None and not value > 0:  # 0 waited for ever, a negative number exited at once
+        raise typer.BadParameter("give a number of seconds above 0")
+    return value
+
+
 @events_app.command("tail")
 def events_tail(
     case: Annotated[str | None, typer.Option("--case", help="Only this case's events.")] = None,
@@ -233,9 +239,11 @@ def events_tail(
     from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="Start at this stream sequence "
                                                                           "(the first is 1).")] = None,
     since: Annotated[datetime | None, typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
-    output: Annotated[str, typer.Option("--format", help="json (one JSON per line) or line (readable)")] = "auto",
-    count: Annotated[int | None, typer.Option("--count", help="Exit after this many events.")] = None,
-    idle_exit: Annotated[float | None, typer.Option("--idle-exit", help="Exit after N quiet seconds.")] = None,
+    output: Annotated[Literal["auto", "json", "line"], typer.Option(
+        "--format", help="json (one JSON per line), line (readable), or auto: line on a terminal, else json")] = "auto",
+    count: Annotated[int | None, typer.Option("--count", min=1, help="Exit after this many events.")] = None,
+    idle_exit: Annotated[float | None, typer.Option("--idle-exit", callback=_seconds,
+                                                    help="Exit after N quiet seconds (more than 0).")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print change events as they arrive (JSON lines carry the stream sequence, for resuming)."""

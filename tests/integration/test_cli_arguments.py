@@ -35,6 +35,11 @@ def test_case_create_names_the_option_whose_value_breaks_the_rule(options, said,
     (["--from-seq", "0"], "Invalid value for '--from-seq'"),
     (["--from-seq", "-5"], "Invalid value for '--from-seq'"),
     (["--case", "Bad Id"], "error (invalid_argument): --case: String should match pattern '^[a-z][a-z0-9-]*$'"),
+    (["--count", "0"], "Invalid value for '--count'"),  # it printed nothing and exited 0, as if the stream were empty
+    (["--count", "-3"], "Invalid value for '--count'"),
+    (["--idle-exit", "-1"], "Invalid value for '--idle-exit'"),  # it exited at once, silently
+    (["--idle-exit", "0"], "Invalid value for '--idle-exit'"),  # it never exited: 0 read as "no idle exit"
+    (["--format", "xml"], "Invalid value for '--format'"),  # it printed readable lines, as if asked for `line`
 ])
 def test_events_tail_refuses_a_sequence_or_case_the_stream_cannot_take_before_subscribing(options, said, tmp_path):
     done = threadline("events", "tail", "--data-dir", str(tmp_path / "data"), "--idle-exit", "1", *options,
