@@ -13,7 +13,7 @@ from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 
 from shared.logging import get_logger
 from shared.settings import Settings
@@ -52,6 +52,25 @@ def broker_middlewares(app_name: str) -> list[Any]:
 
 def tracing_enabled() -> bool:
     return _provider is not None
+
+
+_shown: set[Any] = set()
+
+
+def service_gauge(name: str, documentation: str, labels: tuple[str, ...] = ()) -> Gauge:
+    """A gauge only one service keeps, not shown until that service's process `show`s it."""
+    return Gauge(name, documentation, labels, registry=None)
+
+
+def show(*metrics: Any) -> None:
+    """Serve a service's own metrics at this process's /metrics from now on (again is harmless). Each is made with
+    `registry=None` and shown by the service that keeps it, as it starts: `up` forks every service from one process
+    that imported all their code (services/cli/starter.py), and a staging process must not show a relay's gauges,
+    at 0, beside the relay's own."""
+    for metric in metrics:
+        if metric not in _shown:
+            REGISTRY.register(metric)
+            _shown.add(metric)
 
 
 def exposition() -> tuple[bytes, str]:

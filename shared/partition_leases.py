@@ -64,6 +64,9 @@ class LeaseKind:
     partitions: Gauge
     members: Gauge
 
+    def metrics(self) -> tuple[Gauge, ...]:
+        return self.leader, self.partition_leader, self.led, self.partitions, self.members
+
 
 Release = Callable[[set[int]], Awaitable[None]]
 

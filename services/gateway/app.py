@@ -58,6 +58,7 @@ from shared.observability import (
     configure_tracing,
     current_traceparent,
     instrument_http,
+    show,
     shutdown_tracing,
     tracing_enabled,
 )
@@ -168,6 +169,7 @@ class McpEndpoint:
 
 def create_app(settings: Settings, gateway: Gateway | None = None) -> FastAPI:
     gateway = gateway or Gateway.connect(settings)
+    show(*metrics.METRICS)
 
     async def resolve(ctx: Any) -> Principal:
         return principal_from_http(ctx)

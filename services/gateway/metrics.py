@@ -6,12 +6,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 
 from services.gateway.tools import served_tools
 
-TOOL_CALLS = Counter("threadline_tool_calls_total", "MCP tool calls", ["tool", "outcome"])
+# Shown by a gateway only (shared.observability.show: create_app), not by every process `up` forks from its starter.
+TOOL_CALLS = Counter("threadline_tool_calls_total", "MCP tool calls", ["tool", "outcome"], registry=None)
 TOOL_SECONDS = Histogram(
     "threadline_tool_call_seconds", "MCP tool call latency", ["tool"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=None,
 )
-HTTP_REQUESTS = Counter("threadline_http_requests_total", "HTTP API requests", ["method", "route", "status"])
+HTTP_REQUESTS = Counter("threadline_http_requests_total", "HTTP API requests", ["method", "route", "status"],
+                        registry=None)
+METRICS = (TOOL_CALLS, TOOL_SECONDS, HTTP_REQUESTS)
 # Labels come from closed sets only: anything a caller makes up is counted under OTHER.
 OTHER = "other"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 import nats
-from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from services.projection import read_models
@@ -32,7 +31,7 @@ from shared import durable, nats_client
 from shared.events import DATA_SCHEMAS
 from shared.logging import bound, get_logger
 from shared.nats_auth import nats_options
-from shared.observability import batch_span, message_span
+from shared.observability import batch_span, message_span, service_gauge
 from shared.partition_leases import REBALANCE_EVERY_SECONDS, SESSION_LOST, PartitionLeases, session
 from shared.service import Meta, ServiceContext
 from shared.streams import projection_consumer, projection_stream_name
@@ -52,8 +51,9 @@ PULL_RETRY_SECONDS = 1.0  # a partition's puller failed: it starts again after t
 PULL_RETRY_MAX_SECONDS = 30.0  # up to this
 STOP_WAIT_SECONDS = 3 * durable.FETCH_WAIT_SECONDS  # a partition handed back: its fetch and batch finish first
 
-PROJECTION_LAG = Gauge("threadline_projection_lag_events",
-                       "Events of the partitions this projection replica leads that it has not yet applied and acked")
+PROJECTION_LAG = service_gauge("threadline_projection_lag_events",
+                               "Events of the partitions this projection replica leads that it has not yet applied and acked")
+METRICS = (*PROJECTION.metrics(), PROJECTION_LAG)  # what a projection process shows
 
 
 async def consume(ctx: ServiceContext) -> None:

@@ -12,8 +12,7 @@ its fetch) nothing is applied twice or out of order.
 
 from __future__ import annotations
 
-from prometheus_client import Gauge
-
+from shared.observability import service_gauge
 from shared.partition_leases import LeaseKind
 
 PARTITION_LOCK = 0x74727070  # "trpp": (PARTITION_LOCK, partitions * LOCK_SPAN + p) is held by partition p's leader
@@ -22,13 +21,13 @@ MEMBER_LOCK = 0x7472706D  # "trpm": (MEMBER_LOCK, partitions) is held shared by 
 PROJECTION = LeaseKind(
     name="projection", setting="THREADLINE_PROJECTION_PARTITIONS", partition_lock=PARTITION_LOCK,
     member_lock=MEMBER_LOCK,
-    leader=Gauge("threadline_projection_leader", "1 while this projection replica leads at least one partition"),
-    partition_leader=Gauge("threadline_projection_partition_leader",
-                           "1 for each partition of the projection's events this replica leads", ["partition"]),
-    led=Gauge("threadline_projection_partitions_led", "How many partitions this projection replica leads"),
-    partitions=Gauge("threadline_projection_partitions", "The projection's partitions "
+    leader=service_gauge("threadline_projection_leader", "1 while this projection replica leads at least one partition"),
+    partition_leader=service_gauge("threadline_projection_partition_leader",
+                           "1 for each partition of the projection's events this replica leads", ("partition",)),
+    led=service_gauge("threadline_projection_partitions_led", "How many partitions this projection replica leads"),
+    partitions=service_gauge("threadline_projection_partitions", "The projection's partitions "
                                                          "(THREADLINE_PROJECTION_PARTITIONS)"),
-    members=Gauge("threadline_projection_members",
+    members=service_gauge("threadline_projection_members",
                   "Projection replicas sharing the partitions, as this replica last counted"),
 )
 

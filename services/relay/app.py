@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from services.relay.relay import run_relay
+from services.relay.relay import METRICS, run_relay
+from shared.observability import show
 from shared.service import ServiceContext, run_service
 from shared.settings import Settings
 from shared.subjects import Service
@@ -19,4 +20,5 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
 
 
 async def main(settings: Settings) -> None:
+    show(*METRICS)
     await run_service(SERVICE, settings, build_router, background=BACKGROUND)

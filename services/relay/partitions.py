@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 
 import asyncpg
-from prometheus_client import Gauge
 
 from shared.db.outbox_table import SLOTS
+from shared.observability import service_gauge
 from shared.partition_leases import LeaseKind, PartitionLeases
 
 PARTITION_LOCK = 0x74726C70  # "trlp": (PARTITION_LOCK, partitions * LOCK_SPAN + p) is held by partition p's leader
@@ -27,12 +27,12 @@ LEGACY_LEADER_LOCK = 0x7468726C6E  # the single relay leader's lock before parti
 
 RELAY = LeaseKind(
     name="relay", setting="THREADLINE_RELAY_PARTITIONS", partition_lock=PARTITION_LOCK, member_lock=MEMBER_LOCK,
-    leader=Gauge("threadline_relay_leader", "1 while this relay process leads at least one partition, else 0"),
-    partition_leader=Gauge("threadline_relay_partition_leader", "1 for each outbox partition this relay process leads",
-                           ["partition"]),
-    led=Gauge("threadline_relay_partitions_led", "How many outbox partitions this relay process leads"),
-    partitions=Gauge("threadline_relay_partitions", "The outbox partitions (THREADLINE_RELAY_PARTITIONS)"),
-    members=Gauge("threadline_relay_members", "Relay processes sharing the partitions, as this relay last counted"),
+    leader=service_gauge("threadline_relay_leader", "1 while this relay process leads at least one partition, else 0"),
+    partition_leader=service_gauge("threadline_relay_partition_leader", "1 for each outbox partition this relay process leads",
+                           ("partition",)),
+    led=service_gauge("threadline_relay_partitions_led", "How many outbox partitions this relay process leads"),
+    partitions=service_gauge("threadline_relay_partitions", "The outbox partitions (THREADLINE_RELAY_PARTITIONS)"),
+    members=service_gauge("threadline_relay_members", "Relay processes sharing the partitions, as this relay last counted"),
 )
 
 

@@ -29,7 +29,6 @@ import asyncpg
 import nats
 from nats.aio.client import Client
 from nats.js import JetStreamContext
-from prometheus_client import Gauge
 
 from services.relay.batches import (
     BatchRefused,
@@ -38,11 +37,11 @@ from services.relay.batches import (
     publish_batch,
     stream_takes_batches,
 )
-from services.relay.partitions import Partitions
+from services.relay.partitions import RELAY, Partitions
 from shared import nats_client
 from shared.logging import get_logger
 from shared.nats_auth import nats_options
-from shared.observability import message_span
+from shared.observability import message_span, service_gauge
 from shared.partition_leases import SESSION_LOST, session
 from shared.settings import Settings
 from shared.subjects import Service, Subjects
@@ -55,10 +54,11 @@ PUBLISH_TIMEOUT_SECONDS = 5.0
 OBSERVE_EVERY_SECONDS = 1.0
 WOKEN, STOPPED = "relay-woken", "relay-stopped"  # the waits between passes (named: a task dump shows them)
 
-OUTBOX_PENDING = Gauge("threadline_outbox_pending_events",
-                       "Events committed to the outbox and not yet acknowledged by JetStream")
-OUTBOX_OLDEST_PENDING = Gauge("threadline_outbox_oldest_pending_seconds",
-                              "Age of the oldest event not yet acknowledged by JetStream (0 when none)")
+OUTBOX_PENDING = service_gauge("threadline_outbox_pending_events",
+                               "Events committed to the outbox and not yet acknowledged by JetStream")
+OUTBOX_OLDEST_PENDING = service_gauge("threadline_outbox_oldest_pending_seconds",
+                                      "Age of the oldest event not yet acknowledged by JetStream (0 when none)")
+METRICS = (*RELAY.metrics(), OUTBOX_PENDING, OUTBOX_OLDEST_PENDING)  # what a relay process shows
 
 
 @dataclass(frozen=True)

@@ -77,3 +77,23 @@ async def test_the_command_histograms_count_what_the_services_handled(system):
     counts = {tuple(sorted(s.labels.items())): s.value for f in text_string_to_metric_families(review)
               if f.name == "threadline_command_seconds" for s in f.samples if s.name.endswith("_count")}
     assert counts.get((("command", "decide"), ("service", "review")), 0) >= 1, counts
+
+
+# The families only one service keeps: no other process may show them, even at 0.
+KEPT_BY = {
+    Service.RELAY: ("threadline_relay_", "threadline_outbox_"),
+    Service.PROJECTION: ("threadline_projection_",),
+    Service.GATEWAY: ("threadline_tool_call", "threadline_http_requests"),
+}
+
+
+async def test_each_process_shows_only_its_own_services_gauges_though_up_forks_them_all_from_one_process(system):
+    """`up` forks every service from a starter that imported all their code; a staging process that showed
+    `threadline_relay_leader 0` and `threadline_outbox_pending_events 0` beside the relay's own gauges read, in a
+    dashboard or an alert, as one more relay leading nothing, and the relay showed the projection's likewise."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        for name, entry in system.runtime["services"].items():
+            families = {f.name for f in text_string_to_metric_families((await http.get(entry["metricsUrl"])).text)}
+            for owner, prefixes in KEPT_BY.items():
+                if owner.value != name:
+                    assert not {f for f in families if f.startswith(prefixes)}, (name, owner.value, sorted(families))
