@@ -386,7 +386,12 @@ class Supervisor:
                 await process.wait()
 
     def _write_runtime(self) -> None:
-        """Replace runtime.json at once (readers never see half a file); it lists every service's pid."""
+        """Replace runtime.json at once (readers never see half a file); it lists every service's pid, and the
+        embedded servers' (after a restart, the new one's)."""
+        embedded = {name: {"pid": pid} for name, pid in (("nats-server", self.nats.pid), ("postgres", self.postgres.pid))
+                    if pid is not None}
+        if embedded:
+            self.runtime["embedded"] = embedded
         path = self.data_dir / RUNTIME_FILE
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # URLs may carry a password

@@ -61,6 +61,18 @@ async def stage_one(system: RunningSystem, source_id: str) -> bool:
     return not workspace.is_error
 
 
+def names_it(system: RunningSystem, server: str) -> None:
+    """runtime.json names the restarted server's new pid (written once `up` has seen it start)."""
+    wait_until(lambda: system.runtime["embedded"][server]["pid"] == system.pid_of(server) or None, 10,
+               f"runtime.json naming the new {server}")
+
+
+def test_runtime_json_names_the_embedded_servers_pids_as_it_names_the_services(system):
+    """An operator reads which process to watch or kill in runtime.json, the embedded servers' as the services'."""
+    assert system.runtime["embedded"] == {"nats-server": {"pid": system.pid_of("nats-server")},
+                                          "postgres": {"pid": system.pid_of("postgres")}}
+
+
 def test_a_killed_nats_server_is_back_within_30s_on_the_same_url(system):
     before = system.runtime
     subscriber_url = system.credentials["subscriberNatsUrl"]
@@ -73,6 +85,7 @@ def test_a_killed_nats_server_is_back_within_30s_on_the_same_url(system):
     seconds = wait_until(back, 30, "NATS and every service ready again")
     print(f"\nnats-server SIGKILLed: ready again after {seconds:.1f}s")
     assert system.runtime["natsUrl"] == before["natsUrl"]
+    names_it(system, "nats-server")
     assert system.credentials["subscriberNatsUrl"] == subscriber_url
 
 
@@ -90,6 +103,7 @@ def test_while_postgresql_is_down_the_api_answers_503_unavailable_and_is_ready_a
     print(f"\npostgres SIGKILLed: {len(refused)} refusal(s) meanwhile, ready again after {seconds:.1f}s")
     assert refused, "the outage must have been seen"
     assert set(refused) == {(503, "unavailable")}, answers
+    names_it(system, "postgres")
 
 
 async def test_staging_killed_twice_in_a_row_serves_again_within_20s(system):
