@@ -116,7 +116,8 @@ class Api:
 @app.command("list")
 def list_(
     case: Annotated[str | None, typer.Option("--case", help="A case id; without it, list cases.")] = None,
-    status: Annotated[str, typer.Option(help="pending | accepted | rejected | decided | all")] = "pending",
+    status: Annotated[str | None, typer.Option(help="pending | accepted | rejected | decided | all "
+                                                    "(default: pending)")] = None,
     kind: Annotated[str | None, typer.Option(help="sources | claims | relations | merge | verdict")] = None,
     agent: Annotated[str | None, typer.Option(help="Only this agent's proposals.")] = None,
     text: Annotated[str | None, typer.Option("--text", help="Words that must appear in the items.")] = None,
@@ -126,6 +127,11 @@ def list_(
     url: Url = None, token: Token = None, data_dir: DataDir = None, as_json: AsJson = False,
 ) -> None:
     """List cases with pending counts, or one case's proposals (filtered, ordered, a page at a time)."""
+    asked = {"status": status, "kind": kind, "agent": agent, "text": text, "duplicates": duplicates or None,
+             "sort": sort, "cursor": cursor}
+    if case is None and (given := next((name for name, value in asked.items() if value is not None), None)):
+        raise typer.BadParameter(f"--{given} filters one case's proposals: add --case ID")  # else every case, unfiltered
+    status = status or "pending"
     api = Api(url, token, data_dir)
     if case is None:
         cases = api("GET", "/cases")

@@ -102,3 +102,13 @@ def test_webhooks_names_the_option_or_argument_whose_value_breaks_the_rule(args,
     assert done.returncode == 2, done.stderr
     refusal, fix = done.stderr.splitlines()
     assert refusal == f"error (invalid_argument): {said}" and fix.startswith(f"hint: {hint}"), done.stderr
+
+
+@pytest.mark.parametrize("options", [["--status", "rejected"], ["--kind", "claims"], ["--agent", "scout"],
+                                     ["--text", "heat"], ["--duplicates"], ["--sort", "newest"], ["--cursor", "c"]])
+def test_review_list_without_a_case_refuses_the_filters_of_a_cases_proposals(options, tmp_path):
+    """Without --case it lists cases, which these filters do not apply to: it printed every case, as if unfiltered."""
+    done = threadline("review", "list", *options, "--url", UNREACHED, "--token", "t", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{options[0]} filters one case's proposals: add --case ID" in done.stderr, done.stderr
+    assert "cannot reach" not in done.stderr and "Traceback" not in done.stderr  # refused before any request
