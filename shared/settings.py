@@ -17,6 +17,9 @@ CREDENTIALS_FILE = "credentials.json"
 SECRET_FILE = "secret"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="THREADLINE_", extra="ignore", frozen=True)
 
@@ -103,6 +106,14 @@ class Settings(BaseSettings):
     # reviewer token, and the gateway's URL when it is not the data dir's).
     token: SecretStr | None = None
     url: str | None = None
+
+    @field_validator("log_level")
+    @classmethod
+    def _a_log_level(cls, value: str) -> str:
+        """Else the logging module's traceback, from `up` and from every service as it starts."""
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
 
     @field_validator("review_checks_disabled")
     @classmethod

@@ -68,6 +68,8 @@ def up(
     try:
         counts = parse_replicas(wanted) if wanted is not None else default_replicas()
     except ReplicasError as error:
+        if replicas is None:  # the environment's, not an option the operator gave
+            raise ConfigurationError(f"THREADLINE_REPLICAS: {error}") from None
         raise typer.BadParameter(str(error), param_hint="--replicas") from None
     try:
         code = _run(run_up(settings, settings.data_dir, demo, counts))

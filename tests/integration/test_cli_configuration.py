@@ -30,6 +30,13 @@ def test_a_command_with_no_server_configured_says_what_to_set(command, said, tmp
                                                             "names no check bogus; the checks are"),
     (["serve", "staging"], "THREADLINE_RELAY_PARTITIONS", "0", "THREADLINE_RELAY_PARTITIONS (it is '0'): must be "
                                                                 "greater than or equal to 1"),
+    # A traceback from the logging module, from `up` and from every service (a pod's crash loop) alike.
+    (["up"], "THREADLINE_LOG_LEVEL", "LOUD", "THREADLINE_LOG_LEVEL (it is 'LOUD'): must be one of DEBUG, INFO, "
+                                             "WARNING, ERROR, CRITICAL"),
+    (["serve", "staging"], "THREADLINE_LOG_LEVEL", "verbose", "THREADLINE_LOG_LEVEL (it is 'verbose'): must be one of"),
+    # Named as the option --replicas, which the operator had not given.
+    (["up"], "THREADLINE_REPLICAS", "relay=2,staging=0", "THREADLINE_REPLICAS: 'staging=0': run 1 to 16 processes of "
+                                                         "a service"),
 ])
 def test_an_invalid_variable_is_named_with_what_it_must_be_before_any_command_starts(command, variable, value, said,
                                                                                      tmp_path):
