@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from services.webhooks.consumer import consume
-from services.webhooks.delivery import deliver
+from services.webhooks.delivery import METRICS, deliver
 from services.webhooks.handlers import build_router
+from shared.observability import show
 from shared.service import ServiceContext, run_service
 from shared.settings import Settings
 from shared.subjects import Service
@@ -26,4 +27,5 @@ BACKGROUND = [webhooks]
 
 
 async def main(settings: Settings) -> None:
+    show(*METRICS)
     await run_service(SERVICE, settings, build_router, background=BACKGROUND)

@@ -12,15 +12,27 @@ from __future__ import annotations
 import asyncio
 import random
 
+from prometheus_client import Counter, Histogram
+
 from services.webhooks import repository, use_cases
 from services.webhooks.sender import Sender
 from shared.logging import bound, get_logger
+from shared.observability import LATENCY_BUCKETS
 from shared.service import ServiceContext
 
 log = get_logger(__name__)
 
 CLAIM_RETRY_SECONDS = 2.0
 STOP_SECONDS = 2.0
+
+# Shown by a webhooks process only (shared.observability.show, in app.main).
+ATTEMPTS = Counter("threadline_webhook_attempts", "Webhook delivery attempts recorded by this replica, by result: "
+                   "delivered, retrying (a retry is due), failed (retried for THREADLINE_WEBHOOK_RETRY_FOR_SECONDS: "
+                   "given up, the webhook marked failing)", ["result"], registry=None)
+ATTEMPT_SECONDS = Histogram("threadline_webhook_attempt_seconds", "How long a receiver took to answer an attempt "
+                            "(or to fail it)", buckets=(*LATENCY_BUCKETS, 30), registry=None)
+METRICS = (ATTEMPTS, ATTEMPT_SECONDS)
+RESULTS = {"delivered": "delivered", "pending": "retrying", "failed": "failed"}
 
 
 async def deliver(ctx: ServiceContext, wake: asyncio.Event) -> None:
@@ -78,6 +90,8 @@ async def _send_one(ctx: ServiceContext, sender: Sender, item: use_cases.Claimed
             return
         if result is None:
             return
+        ATTEMPTS.labels(result=RESULTS.get(result.status, result.status)).inc()
+        ATTEMPT_SECONDS.observe(attempt.latency_ms / 1000)
         if result.status == "delivered":
             log.info("webhook_delivered", status_code=attempt.response_code, ms=attempt.latency_ms)
         else:

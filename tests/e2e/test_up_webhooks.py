@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx2
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks import Webhook
 
 from tests.e2e.system import start_system
@@ -42,3 +43,14 @@ async def test_a_webhook_to_a_local_receiver_is_registered_and_gets_a_signed_del
     assert [w["webhookId"] for w in listed] == [hook["webhookId"]]
     log = (system.data_dir / "logs" / "webhooks.log")
     assert "permissions violation" not in (log.read_text() if log.exists() else "")
+
+
+async def test_the_webhooks_process_counts_its_attempts_by_result_for_prometheus(system):
+    """After the delivery above. Deliveries failing for hours showed only in the delivery log: nothing to alert on,
+    or to graph."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        scraped = (await http.get(system.runtime["services"]["webhooks"]["metricsUrl"])).text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(scraped) for s in f.samples}
+    assert samples.get(("threadline_webhook_attempts_total", (("result", "delivered"),)), 0) >= 1, sorted(samples)
+    assert samples.get(("threadline_webhook_attempt_seconds_count", ()), 0) >= 1, sorted(samples)
