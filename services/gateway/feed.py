@@ -24,7 +24,7 @@ from services.gateway import api_models as m
 from services.gateway.http_api import call, caller
 from shared import contracts as c
 from shared import webhook_contracts as wc
-from shared.errors import InvalidArgument, Unavailable
+from shared.errors import Conflict, InvalidArgument, Unavailable
 from shared.logging import get_logger
 from shared.subjects import Command, Subjects
 
@@ -68,6 +68,8 @@ async def events(
         subject = subjects.company_events(company_id)
     else:
         subject = subjects.events_wildcard
+    if start:
+        await _within_the_stream(request, start, "Last-Event-ID" if last_event_id and last_event_id.strip() else "after")
     if format == "json":
         return await _page(request, subject, start, limit)
     return EventSourceResponse(_stream(request, subject, start), ping=PING_SECONDS,
@@ -82,6 +84,20 @@ def _resume_point(after: int, last_event_id: str | None) -> int:
         raise InvalidArgument("Last-Event-ID must be a stream sequence (a whole number)", field="Last-Event-ID",
                               hint="send the id: of the last event received")
     return int(last_event_id.strip())
+
+
+async def _within_the_stream(request: Request, start: int, field: str) -> None:
+    """A resume point past the stream's last event is from another stream (a restore starts it anew at 1): said,
+    rather than waiting in silence until this stream reaches it, every event meanwhile missed."""
+    js = request.app.state.gateway.broker.connection.jetstream()
+    try:
+        last = (await js.stream_info(request.app.state.gateway.settings.stream_name)).state.last_seq
+    except (nats.errors.Error, TimeoutError) as error:
+        raise Unavailable("the event stream cannot be read now", hint="retry shortly") from error
+    if start > last:
+        raise Conflict(f"{start} is past the event stream's last event ({last}): it is from another stream, or one "
+                       "restored since", field=field,
+                       hint="read again from the start (after=0, no Last-Event-ID), skipping the revisions you applied")
 
 
 @asynccontextmanager

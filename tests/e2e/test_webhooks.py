@@ -241,3 +241,20 @@ async def test_a_webhook_is_named_by_the_start_of_its_id_the_pages_show_and_an_a
             assert (await api.get(f"/api/v1/webhooks/{whole}")).json()["webhookId"] == whole
             unknown = await api.get("/api/v1/webhooks/ffffffff-f")
             assert unknown.status_code == 404 and unknown.json()["error"]["field"] == "webhookId", unknown.text
+
+
+async def test_the_feed_refuses_a_resume_point_past_the_streams_end_saying_so_instead_of_waiting_in_silence(stack):
+    """A subscriber's last id from a stream since made anew (a restore starts it at 1 again: README) was answered with
+    nothing: a JSON page `{events: [], more: false}` to poll again for ever, an SSE stream waiting until the new
+    stream passed that id, every event meanwhile missed and nothing said."""
+    token = await stack.issue_token("subscriber", "after-a-restore")
+    beyond = 10**12
+    async with stack.api(token=token) as feed:
+        page = await asyncio.wait_for(feed.get("/api/v1/events", params={"format": "json", "after": beyond}), 20)
+        streamed = await asyncio.wait_for(feed.get("/api/v1/events", headers={"Last-Event-ID": str(beyond)}), 20)
+    for answer, field in ((page, "after"), (streamed, "Last-Event-ID")):
+        assert answer.status_code == 409, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "conflict" and error["field"] == field, error
+        assert f"{beyond} is past the event stream's last event" in error["message"], error
+        assert "after=0" in error["hint"], error
