@@ -70,6 +70,11 @@ def main() -> None:
             if args.exit_when_idle:
                 return
         except (urllib.error.URLError, ConnectionError) as error:
+            if isinstance(error, urllib.error.HTTPError) and error.code == 409:
+                # The state's id is past the stream's end: the stream was made anew (a restore). Decide by hand:
+                # delete the state file to read it from its first event (skip the revisions already applied).
+                refusal = json.loads(error.read())["error"]
+                sys.exit(f"the feed refused {args.state}: {refusal['message']}; {refusal.get('hint', '')}")
             print(f"feed unavailable ({error}); retrying", flush=True, file=sys.stderr)
             time.sleep(2)
 

@@ -214,6 +214,12 @@ async def test_the_documented_feed_reader_resumes_where_it_stopped(stack, tmp_pa
         assert [e["type"] for e in resumed] == ["threadline.proposal.staged", LEDGER_CHANGED,
                                                 "threadline.proposal.decided"]
         assert resumed[0]["id"] > first[-1]["id"]
+        # A state from a stream since made anew (a restore): the feed refuses it; the reader says why and stops,
+        # rather than retrying it every 2 s for ever as if the feed were down.
+        (tmp_path / "feed.state").write_text(str(10**12))
+        done = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stdout == "", done
+        assert "is past the event stream's last event" in done.stderr and "retrying" not in done.stderr, done.stderr
 
 
 async def test_a_webhook_is_named_by_the_start_of_its_id_the_pages_show_and_an_ambiguous_start_is_refused(stack):
