@@ -108,8 +108,9 @@ class TokenStore:
     async def issue(self, *, role: str, name: str, created_by: str, case_id: str | None = None) -> dict[str, Any]:
         if role not in ROLES:
             raise InvalidArgument(f"unknown role {role!r}", field="role", hint=f"use one of: {', '.join(ROLES)}")
-        if not name or len(name) > 100:
-            raise InvalidArgument("name must be 1–100 characters", field="name", hint="name the agent or person")
+        if not name.strip() or len(name) > 100:  # blanks only: a name nobody can tell apart in `token list`
+            raise InvalidArgument("name must be 1–100 characters, not blanks only", field="name",
+                                  hint="name the agent or person")
         if case_id is not None and role != "agent":
             raise InvalidArgument("only agent tokens have an active case", field="caseId",
                                   hint="omit caseId for reviewer and admin tokens")

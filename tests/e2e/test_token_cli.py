@@ -36,3 +36,11 @@ async def test_token_revoke_takes_a_unique_start_of_the_id_and_refuses_an_empty_
     assert json.loads(revoked.stdout)["tokenId"] == token_id
     listed = await asyncio.to_thread(token, stack, "list", "--json")
     assert next(t for t in map(json.loads, listed.stdout.splitlines()) if t["tokenId"] == token_id)["revokedAt"]
+
+
+async def test_token_create_refuses_a_name_of_blanks_as_it_refuses_an_empty_one(stack):
+    """A token named "   " showed in `token list` as a blank cell nobody could tell apart or name to revoke."""
+    for blank in ("", "   "):
+        refused = await asyncio.to_thread(token, stack, "create", "--role", "agent", "--name", blank)
+        assert refused.returncode == 1 and "name must be 1–100 characters" in refused.stderr, refused
+        assert refused.stdout == "", refused.stdout  # no token printed, none made
