@@ -25,10 +25,23 @@ DataDir = Annotated[Path | None, typer.Option("--data-dir", help="Data directory
 AsJson = Annotated[bool, typer.Option("--json", help="Print the JSON the service answered.")]
 
 
+# The service's hints name the HTTP API; from a terminal, the command that does the same.
+TERMINAL_HINTS = {"webhookId": "list them with threadline webhooks list",
+                  "eventId": "list its deliveries with threadline webhooks deliveries WEBHOOK_ID"}
+
+
 def _call(data_dir: Path | None, command: Command, message: Any) -> Any:
     from services.cli.operations import command as send
+    from shared.errors import NotFound
 
-    return run(send(settings_for(data_dir), command, message))
+    async def sent() -> Any:
+        try:
+            return await send(settings_for(data_dir), command, message)
+        except NotFound as missing:
+            missing.hint = TERMINAL_HINTS.get(missing.field or "", missing.hint)
+            raise
+
+    return run(sent())
 
 
 # The contracts' fields as the commands name them.

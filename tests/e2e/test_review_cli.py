@@ -208,6 +208,11 @@ async def test_the_webhooks_cli_takes_the_id_prefixes_the_admin_pages_show(stack
         assert unknown.returncode == 1 and "error (not_found): there is no webhook '0000000x'" in unknown.stderr
         no_event = await asyncio.to_thread(webhooks, "redeliver", hook["webhookId"][:8], "0" * 7 + "x")
         assert no_event.returncode == 1 and "error (not_found): there is no event '0000000x'" in no_event.stderr
+        # The fix a terminal can run, as `token revoke` says it (it said GET /api/v1/webhooks/{webhookId}/deliveries).
+        assert "hint: list them with threadline webhooks list" in unknown.stderr, unknown.stderr
+        assert "hint: list its deliveries with threadline webhooks deliveries WEBHOOK_ID" in no_event.stderr, \
+            no_event.stderr
+        assert "/api/v1" not in unknown.stderr + no_event.stderr
 
 
 def test_an_empty_id_is_refused_naming_the_argument_before_any_call(tmp_path):
