@@ -84,6 +84,7 @@ KEPT_BY = {
     Service.RELAY: ("threadline_relay_", "threadline_outbox_"),
     Service.PROJECTION: ("threadline_projection_",),
     Service.GATEWAY: ("threadline_tool_call", "threadline_http_requests"),
+    Service.WEBHOOKS: ("threadline_webhook_",),
 }
 
 
