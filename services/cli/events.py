@@ -29,6 +29,10 @@ def consumer_config(from_start: bool, from_seq: int | None, since: datetime | No
                           ack_policy=AckPolicy.NONE)
 
 
+class PastTheEnd(Exception):
+    """A --from-seq beyond the next event the stream will hold: from another stream, or one restored since."""
+
+
 def line(sequence: int, subject: str, event: dict[str, Any]) -> str:
     revision = f" r{event['revision']}" if "revision" in event else ""
     data = event.get("data", {})
@@ -53,6 +57,13 @@ async def tail(
     connection = await nats.connect(**nats_options(settings, OPERATOR, name="threadline-events-tail").client())
     printed = 0
     try:
+        if from_seq is not None:
+            last = (await connection.jetstream().stream_info(settings.stream_name)).state.last_seq
+            if from_seq > last + 1:  # last + 1 is a resume: the next event there is
+                raise PastTheEnd(f"--from-seq {from_seq} is past the event stream's end (its last event is #{last}), "
+                                 "so the tail would wait in silence until the stream reached it: the sequence is "
+                                 "from another stream, or one restored since; resume from at most "
+                                 f"{last + 1}, or read from --from-start")
         subscription = await connection.jetstream().subscribe(
             subjects.case_events(case_id) if case_id else subjects.events_wildcard,
             stream=settings.stream_name,
@@ -85,6 +96,9 @@ def run_tail(settings: Settings, **options: Any) -> None:
         event_loop.run(tail(settings, **options))
     except KeyboardInterrupt:
         pass
+    except PastTheEnd as refused:
+        typer.secho(f"error: {refused}", fg="red", err=True)
+        raise typer.Exit(2) from None
     except nats.js.errors.APIError as refused:  # the stream refused the consumer asked for (a sequence, a time)
         typer.secho(f"error: the event stream refused the subscription: {refused.description} "
                     f"(NATS error {refused.err_code})", fg="red", err=True)

@@ -239,7 +239,7 @@ def events_tail(
     case: Annotated[str | None, typer.Option("--case", help="Only this case's events.")] = None,
     from_start: Annotated[bool, typer.Option("--from-start", help="Replay from the first event.")] = False,
     from_seq: Annotated[int | None, typer.Option("--from-seq", min=1, help="Start at this stream sequence "
-                                                                          "(the first is 1).")] = None,
+                                                                          "(the first is 1; at most the last + 1).")] = None,
     since: Annotated[datetime | None, typer.Option("--since", help="Start at this time (ISO 8601).")] = None,
     output: Annotated[Literal["auto", "json", "line"], typer.Option(
         "--format", help="json (one JSON per line), line (readable), or auto: line on a terminal, else json")] = "auto",
