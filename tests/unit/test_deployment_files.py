@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
 
 from tests.dependencies import missing
 
@@ -32,3 +35,17 @@ def test_ci_script_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "make up" in readme and "make test" in readme
+
+
+def test_every_deployment_names_records_under_an_address_users_reach_not_the_one_it_binds():
+    # A gateway binds 0.0.0.0 in a container; unset, THREADLINE_PUBLIC_URL would follow it and every export would
+    # name its records under http://0.0.0.0:8700, an address of no machine.
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    public = {service: config["environment"].get("THREADLINE_PUBLIC_URL")
+              for service, config in compose["services"].items() if "environment" in config and service != "postgres"}
+    assert set(public.values()) == {"${THREADLINE_PUBLIC_URL:-http://localhost:8700}"}, public
+    assert compose["services"]["gateway"]["ports"] == ["8700:8700"]
+    k8s = ROOT / "deploy" / "k8s"
+    for config in (k8s / "base" / "config.yaml", k8s / "overlays" / "production" / "patches" / "config.yaml"):
+        url = urlsplit(yaml.safe_load(config.read_text())["data"]["THREADLINE_PUBLIC_URL"])
+        assert url.scheme in ("http", "https") and url.hostname not in ("0.0.0.0", "::", "localhost"), config
