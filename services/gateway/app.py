@@ -126,6 +126,18 @@ class CorrelationMiddleware:
         metrics.observe_http(scope["method"], route, status["code"])
 
 
+def _not_stateless(method: str) -> JSONResponse:
+    """A GET (an event stream of the server's own) or DELETE (end a session) at /mcp. The gateway is stateless: the
+    SDK would hold a GET's stream open, empty, for as long as the caller kept it, a transport and a task each. The
+    MCP specification lets a server answer both with 405, which its clients take as "no such stream"."""
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600,
+            "message": f"{method} /mcp: this gateway is stateless (no session, no event stream of its own); send each "
+                       "JSON-RPC message as a POST"}},
+        status_code=405, headers={"Allow": "POST"})
+
+
 def allowed_methods(app: FastAPI, scope: Scope) -> str:
     """Every method some route takes on the request's path."""
     return ", ".join(sorted(
@@ -144,6 +156,9 @@ class McpEndpoint:
         self.intake = intake or Intake()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            await _not_stateless(scope["method"])(scope, receive, send)
+            return
         if (refused := self.intake.refusal_by_length(scope)) is not None:
             await refused(scope, receive, send)
             return

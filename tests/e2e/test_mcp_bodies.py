@@ -64,6 +64,24 @@ async def test_an_mcp_client_sending_a_call_over_the_limit_reads_why_as_its_erro
         assert (await agent.ok("get_workspace", {}))["caseId"] == agent.case_id  # the session goes on
 
 
+async def test_a_get_or_delete_at_mcp_is_405_at_once_the_gateway_being_stateless(stack):
+    # A stateless gateway sends nothing but answers to POSTs: a GET's event stream would stay open and empty for
+    # as long as the caller held it (a transport and its task each), and there is no session to DELETE. The MCP
+    # specification's answer to both: 405, which its clients take as "no such stream".
+    async with httpx2.AsyncClient(base_url=stack.http_url, timeout=5) as http:
+        for method in ("GET", "DELETE"):
+            for token in (stack.tokens["agent"], None):
+                answer = await http.request(method, "/mcp", headers={
+                    **HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})})
+                assert answer.status_code == 405, (method, answer.status_code)
+                assert answer.headers["allow"] == "POST"
+                assert answer.json()["error"]["message"].startswith(
+                    f"{method} /mcp: this gateway is stateless (no session, no event stream of its own); "
+                    "send each JSON-RPC message as a POST")
+    async with agent_session(stack) as agent:  # the official client does not depend on either
+        assert (await agent.ok("get_workspace", {}))["caseId"] == agent.case_id
+
+
 async def test_the_judging_process_is_replaced_when_it_dies_and_ends_with_the_gateway():
     intake = Intake()
     body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
