@@ -1,5 +1,6 @@
-"""`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first (those on the calling
-agent's own proposals and case guidance before the others), newest first, never pushed out of reach by computed
+"""`get_workspace scope=guidance` that stays readable in a large case: reviewers' notes first (on decisions, case
+guidance, retirements and predictions' resolutions; those on the calling agent's own proposals and records, and case
+guidance, before the others), newest first, never pushed out of reach by computed
 gaps; the gaps summarised in one entry on the first page (counts by kind, the first few, and the calls that list and
 find them all); the notes past the last page a cursor reaches summarised in one entry on that page."""
 
@@ -15,6 +16,7 @@ from shared.search_contracts import EVERYTHING
 FIRST_GAPS = 5  # the gaps the summary names; a search lists every claim with one
 OLDER_PROPOSALS = 40  # the proposals the older notes' summary names
 OLDER_NOTES = 5  # the most frequent of the older notes' texts it quotes
+INSPECTED = 9  # the ids an inspect_sources / inspect_claims call takes
 
 
 def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[str]]],
@@ -50,11 +52,20 @@ def gaps_summary(case_id: str, total: int, by_type: dict[str, tuple[int, list[st
     }
 
 
-def older_notes_summary(older: dict[str, Any]) -> dict[str, Any]:
+def older_notes_summary(older: dict[str, Any], case_id: str) -> dict[str, Any]:
     """One guidance entry for the notes past the last page get_workspace's cursor reaches (it stops at 96): how many,
-    the proposals they are on, and the texts they say most often. No agent tool reads a decision's note but guidance,
-    so the summary carries what they say, counted. `older` is those notes counted by the database (older_guidance)."""
+    the proposals they are on, the records retired and the predictions resolved, and the texts they say most often.
+    No agent tool reads a decision's note but guidance, so the summary carries what they say, counted; a retirement's
+    note and a prediction's resolutions are read in full with inspect_sources / inspect_claims on the ids named.
+    `older` is those notes counted by the database (older_guidance)."""
     proposals = older["proposals"]
+    retired = older["retiredRecords"]
+    claims = older["resolvedClaimIds"]
+    sources = [r["id"] for r in retired if r["record"] == "source"][:INSPECTED]
+    read_claims = list(dict.fromkeys([r["id"] for r in retired if r["record"] == "claim"] + claims))[:INSPECTED]
+    inspect = [{"tool": tool, "arguments": {"expectedCaseId": case_id, key: ids}}
+               for tool, key, ids in (("inspect_sources", "sourceIds", sources), ("inspect_claims", "claimIds",
+                                                                                  read_claims)) if ids]
     return {
         "type": "older_notes",
         "total": older["total"],
@@ -62,11 +73,21 @@ def older_notes_summary(older: dict[str, Any]) -> dict[str, Any]:
         "proposalsOmitted": max(0, proposals - OLDER_PROPOSALS),
         "rejected": older["rejected"],
         "caseGuidance": older["caseGuidance"],
+        "retirements": older["retirements"],
+        "retiredRecords": retired[:OLDER_PROPOSALS],
+        "retiredRecordsOmitted": max(0, older["retired"] - OLDER_PROPOSALS),
+        "resolutions": older["resolutions"],
+        "resolvedClaimIds": claims[:OLDER_PROPOSALS],
+        "resolvedClaimsOmitted": max(0, older["resolved"] - OLDER_PROPOSALS),
         "notes": older["notes"][:OLDER_NOTES],
+        **({"inspect": inspect} if inspect else {}),
         "note": f"{older['total']} older reviewers' note(s) are past the last page get_workspace's cursor reaches; "
                 f"they are on {proposals} proposal(s) (the first {min(proposals, OLDER_PROPOSALS)} "
-                "named here) and the texts they say most often are counted here. No other tool reads a decision's "
-                "note; get_workspace scope=proposals lists your recent proposals and their items' status.",
+                f"named here), {older['retirements']} retirement(s) and {older['resolutions']} prediction "
+                "resolution(s) (the records and claims named here), and the texts they say most often are counted "
+                "here. inspect_sources and inspect_claims give a retired record's note and a prediction's "
+                "resolutions; no other tool reads a decision's note: get_workspace scope=proposals lists your "
+                "recent proposals and their items' status.",
     }
 
 
@@ -89,6 +110,6 @@ async def guidance(uow: ProjectionUnitOfWork, case_id: str, cursor: int | None, 
                                           first))
     if beyond:
         older = await uow.reads.older_guidance(case_id, agent, start + domain.PAGE_SIZE, OLDER_PROPOSALS, OLDER_NOTES)
-        page["items"].append(older_notes_summary(older))
+        page["items"].append(older_notes_summary(older, case_id))
     page["total"] = notes + (1 if gaps else 0)
     return page

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, insert, literal, select, update
+from sqlalchemy import and_, case, insert, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,6 +34,21 @@ from shared.health import Basis, Rating
 from shared.ledger import ACTIVE, VERDICT, LedgerFacts, Provenance, References
 from shared.review_checks import CheckFacts
 from shared.search_text import normalise_url
+
+# One retirement: the records named, in their order, each with the agent that staged it (none for a recorded source).
+_NOTE_RETIREMENT = """
+INSERT INTO retirements (case_id, revision, reviewer, note, records, ended, staged_by, at)
+SELECT CAST(:case_id AS text), CAST(:revision AS bigint), CAST(:reviewer AS text), CAST(:note AS text),
+       jsonb_agg(jsonb_build_object('record', n.record, 'id', n.id, 'stagedBy', coalesce(s.staged_by, c.staged_by))
+                 ORDER BY n.position),
+       CAST(:ended AS jsonb),
+       coalesce(array_agg(DISTINCT coalesce(s.staged_by, c.staged_by))
+                FILTER (WHERE coalesce(s.staged_by, c.staged_by) IS NOT NULL), '{}'),
+       CAST(:at AS timestamptz)
+FROM unnest(CAST(:records AS text[]), CAST(:ids AS text[])) WITH ORDINALITY AS n(record, id, position)
+LEFT JOIN sources s ON n.record = 'source' AND s.case_id = :case_id AND s.source_id = n.id
+LEFT JOIN claims c ON n.record = 'claim' AND c.case_id = :case_id AND c.claim_id = n.id
+"""
 
 
 def _provenance(provenance: Provenance) -> dict[str, Any]:
@@ -197,6 +213,14 @@ class SqlLedger:
                 )
                 found.update({(record, r.id): r.status for r in rows})
         return found
+
+    async def note_retirement(self, case_id: str, revision: int, reviewer: str, note: str,
+                              named: Sequence[tuple[str, str]], ended: Sequence[tuple[str, str]], at: datetime) -> None:
+        """Keep why the records were retired, with who staged each: what agents read in guidance and inspect."""
+        await self.connection.execute(text(_NOTE_RETIREMENT), {
+            "case_id": case_id, "revision": revision, "reviewer": reviewer, "note": note, "at": at,
+            "records": [r for r, _ in named], "ids": [i for _, i in named],
+            "ended": json.dumps([{"record": r, "id": i} for r, i in ended])})
 
     # --- evidence health: what leaned on retired records ---------------------------------------------
 

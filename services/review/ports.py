@@ -68,6 +68,10 @@ class Ledger(LedgerWriter, Protocol):
                      provenance: Provenance) -> list[tuple[str, str]]:
         """Retire an active source or claim (a claim takes its links along); what else ended."""
 
+    async def note_retirement(self, case_id: str, revision: int, reviewer: str, note: str,
+                              named: Sequence[tuple[str, str]], ended: Sequence[tuple[str, str]], at: datetime) -> None:
+        """Keep the retirement's note with the records it named and the links that ended with them."""
+
     async def citations_of(self, case_id: str, source_ids: list[str]) -> dict[str, dict[str, str]]:
         """Per active claim citing any of the sources: the status of every source it cites."""
 

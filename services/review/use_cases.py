@@ -142,12 +142,15 @@ async def retire_records(cmd: RetireRecords, uow: ReviewUnitOfWork) -> dict[str,
         domain.check_retirable(wanted, statuses)
         step_revision = await uow.cases.bump(cmd.case_id)
         provenance = Provenance.recorded(cmd.actor.name, uow.now(), step_revision)
-        retired = []
+        retired, ended = [], []
         for record, record_id in wanted:
             links_ended = await uow.ledger.retire(cmd.case_id, record, record_id, provenance)
             retired.append({"record": record, "id": record_id, "note": cmd.note})
             retired += [{"record": kind, "id": linked, "note": f"its claim {record_id} was retired"}
                         for kind, linked in links_ended]
+            ended += links_ended
+        await uow.ledger.note_retirement(cmd.case_id, step_revision, cmd.actor.name, cmd.note, wanted, ended,
+                                         provenance.decided_at)
         rerated, citing = await _rerate(uow, cmd.case_id, [(r["record"], r["id"]) for r in retired], step_revision)
         summary = f"{cmd.actor.name} retired " + ", ".join(f"{r['record']} {r['id']}" for r in retired)
         change = LedgerChange(retired=retired, rerated=rerated,
