@@ -64,7 +64,10 @@ AGENT_WRITTEN: dict[str, tuple[tuple[str, ...], ...]] = {
         *(("claims", "*", field) for field in ("text", "transformationNote", "proposalRationale")),
         ("claims", "*", "sources", "*", "title"),
         ("claims", "*", "groups", "*", "label"),
+        ("claims", "*", "retirement", "note"),
+        ("claims", "*", "resolutions", "*", "note"),
     ),
+    "inspect_sources": (("records", "*", "retirement", "note"),),
 }
 
 

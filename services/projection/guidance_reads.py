@@ -183,6 +183,16 @@ class GuidanceReads:
             "agent": r.staged_by,
         }, 3, _tie(r.revision)) for r in rows]
 
+    async def retirements_at(self, case_id: str, revisions: list[int]) -> dict[int, dict[str, Any]]:
+        """The retirements that made these revisions of the case: each one's reviewer, time and note, by revision."""
+        if not revisions:
+            return {}
+        rows = await self.connection.execute(
+            select(retirements.c.revision, retirements.c.reviewer, retirements.c.note, retirements.c.at)
+            .where(retirements.c.case_id == case_id, retirements.c.revision.in_(revisions)))
+        return {r.revision: {"revision": r.revision, "by": r.reviewer, "at": r.at.isoformat(), "note": r.note}
+                for r in rows}
+
     async def guidance_total(self, case_id: str) -> int:
         notes = await self.connection.execute(
             select(func.count()).select_from(decisions).where(decisions.c.case_id == case_id, _noted))

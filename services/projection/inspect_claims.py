@@ -1,5 +1,6 @@
 """inspect_claims: up to nine claims in full — text, kind, confidence, status, health and grounding, sources,
-relations in and out (capped, with omitted counts), merge groups, provenance — read by id, one statement."""
+relations in and out (capped, with omitted counts), merge groups, provenance, a retired claim's retirement (when, by
+whom, the reviewer's note), a prediction's resolutions (newest first) — read by id, one statement."""
 
 from __future__ import annotations
 
@@ -14,10 +15,17 @@ from shared.kinds import KINDS
 from shared.search_contracts import InspectClaimsArgs
 
 RELATIONS_CAP = 12  # relations in, and out, of each claim
+RESOLUTIONS_CAP = 10  # a prediction's resolutions, newest first
 
 _CLAIMS = f"""
 SELECT c.claim_id, c.text, c.kind, c.confidence, c.status, c.transformation_note, c.proposal_rationale,
        c.proposal_id::text AS proposal_id, c.staged_by, c.decided_by, c.revision, v.health,
+       c.ended_revision, c.ended_by, c.ended_at, t.note AS retirement_note,
+  (SELECT jsonb_build_object('n', count(*), 'first', coalesce((array_agg(jsonb_build_object(
+            'outcome', r.outcome, 'sourceId', r.source_id, 'resolvedOn', r.resolved_on, 'note', r.note,
+            'resolvedBy', r.resolved_by, 'revision', r.revision, 'at', r.at) ORDER BY r.revision DESC))[1:{RESOLUTIONS_CAP}],
+            '{{}}'))
+     FROM prediction_resolutions r WHERE r.case_id = c.case_id AND r.claim_id = c.claim_id) AS resolutions,
   (SELECT coalesce(jsonb_agg(jsonb_build_object('id', s.source_id, 'title', s.title, 'type', s.type,
                                                 'publisher', s.publisher, 'status', s.status) ORDER BY cs.position), '[]')
      FROM claim_sources cs JOIN sources s ON s.case_id = cs.case_id AND s.source_id = cs.source_id
@@ -35,6 +43,7 @@ SELECT c.claim_id, c.text, c.kind, c.confidence, c.status, c.transformation_note
      FROM merge_group_members m JOIN merge_groups g ON g.case_id = m.case_id AND g.group_id = m.group_id
      WHERE m.case_id = c.case_id AND m.claim_id = c.claim_id) AS groups
 FROM claims c LEFT JOIN view_claims v ON v.case_id = c.case_id AND v.claim_id = c.claim_id
+  LEFT JOIN retirements t ON c.status = 'retired' AND t.case_id = c.case_id AND t.revision = c.ended_revision
 WHERE c.case_id = :case_id AND c.claim_id = ANY(CAST(:ids AS text[]))
 """
 
@@ -89,6 +98,11 @@ def _claim(row: Any, case_id: str) -> dict[str, Any]:
         "groups": row.groups,
         "provenance": {"stagedBy": row.staged_by, "proposalId": row.proposal_id, "acceptedBy": row.decided_by,
                        "revision": row.revision},
+        **({"retirement": {"revision": row.ended_revision, "by": row.ended_by,
+                           "at": row.ended_at.isoformat() if row.ended_at else None, "note": row.retirement_note}}
+           if row.status == "retired" else {}),
+        **({"resolutions": list(row.resolutions["first"]),
+            "resolutionsOmitted": row.resolutions["n"] - len(row.resolutions["first"])} if row.resolutions["n"] else {}),
     }
 
 

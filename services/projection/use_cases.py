@@ -208,6 +208,8 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
                                    [s for s in args.source_ids if s not in found])
         other = await other_records(uow.search.connection, args.expected_case_id, "claim",
                                     [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending}])
+        retired = await uow.reads.retirements_at(args.expected_case_id, sorted(
+            {s["ended_revision"] for s in found.values() if s["status"] == "retired" and s["ended_revision"]}))
     records = []
     for source_id in args.source_ids:
         source = found.get(source_id)
@@ -227,6 +229,7 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
                 "transcriptions": len(source["transcriptions"]),
                 "derivedClaims": [{k: c[k] for k in ("claimId", "kind", "confidence")} for c in claims],
                 "derivedClaimsOmitted": omitted,
+                **({"retirement": _retirement(source, retired)} if source["status"] == "retired" else {}),
             }
         )
     unknown = [s for s in args.source_ids if s not in found and s not in {p["id"] for p in pending} | {o["id"] for o in other}]
@@ -246,6 +249,13 @@ async def inspect_sources(request: ToolRequest[InspectSourcesArgs], uow: Project
                            "them"} if pending else {}),
         **({"otherRecords": other} if other else {}),
     }
+
+
+def _retirement(source: dict[str, Any], retired: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """When, by whom and why a source was retired (the note as the reviewer wrote it; none kept: the revision's)."""
+    return retired.get(source["ended_revision"]) or {
+        "revision": source["ended_revision"], "by": source["ended_by"],
+        "at": source["ended_at"].isoformat() if source["ended_at"] else None, "note": None}
 
 
 async def set_focus(request: ToolRequest[SetFocusArgs], uow: ProjectionUnitOfWork) -> dict[str, Any]:
