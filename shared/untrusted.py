@@ -43,6 +43,7 @@ AGENT_WRITTEN: dict[str, tuple[tuple[str, ...], ...]] = {
         *_items("claims", fields=("text",)),
         *_items("sources", fields=("publisher", "title", "authority", "url")),
         *_items("guidance", fields=("note",)),
+        ("guidance", "items", "*", "notes", "*", "note"),  # the older notes' summary quotes reviewers' notes
     ),
     "get_company_context": (
         *_items("claims", fields=("text", "section")),

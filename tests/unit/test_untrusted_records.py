@@ -86,6 +86,29 @@ def test_every_agent_written_string_of_an_answer_is_framed_under_the_answer_nonc
     assert framed_answer("set_focus", {"focus": "all"}) == {"focus": "all"}
 
 
+def test_reviewers_notes_on_retirements_and_resolutions_are_framed_wherever_an_agent_reads_them():
+    guidance = framed_answer("get_workspace", {"guidance": {"items": [
+        {"type": "retirement_note", "note": "bad source", "records": [{"record": "source", "id": "s"}]},
+        {"type": "resolution_note", "note": None, "claimId": "p"},
+        {"type": "older_notes", "note": "summary", "notes": [{"note": "quoted", "count": 2}]}]}})
+    sources = framed_answer("inspect_sources", {"records": [{"sourceId": "s", "retirement": {"note": "bad"}},
+                                                            {"sourceId": "t"}]})
+    claims = framed_answer("inspect_claims", {"claims": [{"id": "p", "text": "T", "retirement": {"note": "gone"},
+                                                          "resolutions": [{"note": "why"}, {"note": None}]}]})
+
+    def framed(answer: dict, value: str) -> bool:
+        nonce = answer["untrusted"]["nonce"]
+        return value.startswith(f"<<<BEGIN UNTRUSTED TEXT nonce={nonce}>>>")
+
+    items = guidance["guidance"]["items"]
+    assert framed(guidance, items[0]["note"]) and items[1]["note"] is None and items[0]["records"][0]["id"] == "s"
+    assert framed(guidance, items[2]["note"]) and framed(guidance, items[2]["notes"][0]["note"])
+    assert framed(sources, sources["records"][0]["retirement"]["note"]) and sources["records"][1] == {"sourceId": "t"}
+    claim = claims["claims"][0]
+    assert framed(claims, claim["retirement"]["note"]) and framed(claims, claim["resolutions"][0]["note"])
+    assert claim["resolutions"][1]["note"] is None
+
+
 @given(body=hostile)
 def test_every_record_gets_a_fresh_nonce(body):
     assert frame_record("s", body)["nonce"] != frame_record("s", body)["nonce"]
