@@ -7,9 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx2
+
 from services.projection.domain import MAX_CURSOR, PAGE_SIZE
 from tests.e2e.test_review_queue import _noted_rejections
-from tests.factories import NEXT_YEAR, Agent, agent_session, claim_item, source_item, unique
+from tests.factories import NEXT_YEAR, Agent, agent_session, claim_item, source_item, ui_sign_in, unique
 
 BAD_SOURCE = "bad source: the press release misquotes the study"
 WRONG = "Resolved false: the grid outlook keeps gas plants on past the date."
@@ -102,6 +104,13 @@ async def test_a_predictions_resolution_and_a_retired_claims_note_reach_the_agen
             claim_item("restated", ["grid-outlook"]), claim_item("original", ["grid-outlook"])])
         resolved = await _resolve(stack, agent.case_id, "gas-gone", "grid-outlook", WRONG)
         retired = await _retire(stack, agent.case_id, [("claim", "restated")], "Restates original; keep one.")
+        # The case page lists them with the guidance reviewers read, saying what each retired or resolved.
+        async with httpx2.AsyncClient(base_url=stack.http_url, timeout=30) as http:
+            assert (await ui_sign_in(http, stack.tokens["reviewer"])).status_code == 303
+            page = (await http.get(f"/ui/cases/{agent.case_id}")).text
+        guidance = page[page.index('id="guidance"'):]
+        assert "Restates original; keep one." in guidance and 'retiring claim <span class="mono">restated</span>' in guidance
+        assert WRONG in guidance and '/claims/gas-gone">gas-gone</a> false' in guidance
         await _noted_rejections(stack, agent.case_id, unique("other-agent"), PAGE_SIZE * 2)
 
         items = (await agent.ok("get_workspace", {"scope": "guidance"}))["guidance"]["items"]
@@ -122,3 +131,4 @@ async def test_a_predictions_resolution_and_a_retired_claims_note_reach_the_agen
         assert gone["status"] == "retired" and gone["retirement"]["note"] == "Restates original; keep one."
         assert gone["retirement"]["by"] == "reviewer" and gone["retirement"]["revision"] == retired["revision"]
         assert "retirement" not in kept and "resolutions" not in kept
+
