@@ -194,15 +194,11 @@ class GuidanceReads:
                 for r in rows}
 
     async def guidance_total(self, case_id: str) -> int:
-        notes = await self.connection.execute(
-            select(func.count()).select_from(decisions).where(decisions.c.case_id == case_id, _noted))
-        written = await self.connection.execute(
-            select(func.count()).select_from(guidance_notes).where(guidance_notes.c.case_id == case_id))
-        retired = await self.connection.execute(
-            select(func.count()).select_from(retirements).where(retirements.c.case_id == case_id))
-        resolved = await self.connection.execute(
-            select(func.count()).select_from(prediction_resolutions).where(prediction_resolutions.c.case_id == case_id))
-        return sum(r.scalar_one() for r in (notes, written, retired, resolved))
+        """How many entries guidance holds: noted decisions, case guidance, retirements, resolutions (one statement)."""
+        counts = [select(func.count()).select_from(table).where(table.c.case_id == case_id, *where).scalar_subquery()
+                  for table, where in ((decisions, (_noted,)), (guidance_notes, ()), (retirements, ()),
+                                       (prediction_resolutions, ()))]
+        return (await self.connection.execute(select(sum(counts[1:], counts[0])))).scalar_one()
 
     async def older_guidance(self, case_id: str, agent: str, offset: int, shown: int, quoted: int) -> dict[str, Any]:
         """The notes past the first `offset` in guidance's order, counted: total, caseGuidance, rejected (items),
