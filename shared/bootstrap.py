@@ -17,6 +17,7 @@ async def migrate_database(database_url: str) -> None:
     try:
         await migrate.upgrade(db.engine)
         await migrate.fill_url_keys(db.engine)  # sources a previous release wrote during a rollout or after a rollback
+        await migrate.fill_retirements(db.engine)  # retirements a previous release logged without their row
     finally:
         await db.dispose()
 

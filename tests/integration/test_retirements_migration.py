@@ -9,7 +9,7 @@ import uuid
 
 from sqlalchemy import text
 
-from shared.db.migrate import downgrade, upgrade
+from shared.db.migrate import downgrade, fill_retirements, upgrade
 from shared.db.session import create_engine
 
 SOURCE = ("INSERT INTO sources (case_id, source_id, publisher, title, url, url_key, publication_date, snapshot_date, "
@@ -64,6 +64,14 @@ async def test_the_retirements_are_backfilled_from_the_change_log(servers):
              [{"record": "relation", "id": "r1"}, {"record": "group", "id": "g1"}], ["agent-b"]),
         ]
         assert [r.at.minute for r in rows] == [2, 4]  # the time the change log gives the revision
+        # A previous release, still running during a rollout, retires without the row: `threadline migrate` keeps it.
+        async with engine.begin() as connection:
+            await connection.execute(text(LOG), {"revision": 5, "decision": None, "actor": "rita", "changes": json.dumps(
+                {"retired": [ended("source", "recorded", "Old pod's note.")]})})
+        assert await fill_retirements(engine) == 1
+        assert await fill_retirements(engine) == 0
+        async with engine.connect() as connection:
+            assert await connection.scalar(text("SELECT note FROM retirements WHERE revision = 5")) == "Old pod's note."
         await downgrade(engine, "0024")
         async with engine.connect() as connection:
             assert await connection.scalar(text("SELECT to_regclass('retirements')")) is None
