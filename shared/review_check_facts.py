@@ -2,7 +2,8 @@
 extra round trip; review's when a reviewer opens a proposal): the active sources the items cite, the active
 claims they name with each one's active sources, the case's active supports edges, and the active sources
 whose stored `url_key` is one of the items' URLs normalised (`search_text.normalise_url`, as `url_key` was
-written), with those that have no key yet (written by a previous release during a rollout or after a rollback,
+written) — and the retired ones with such a key, each with the revision that retired it —, with the active ones
+that have no key yet (written by a previous release during a rollout or after a rollback,
 until `threadline migrate` keys them: migration 0024), compared by their URL normalised here; and the day (UTC)
 they run on."""
 
@@ -33,6 +34,9 @@ UNION ALL
 SELECT 'url', s.source_id, s.url_key, NULL, NULL, NULL
   FROM sources s WHERE s.case_id = $1 AND s.url_key = ANY($4::text[]) AND s.status = 'active'
 UNION ALL
+SELECT 'retired', s.source_id, s.url_key, s.ended_revision::text, NULL, NULL
+  FROM sources s WHERE s.case_id = $1 AND s.url_key = ANY($4::text[]) AND s.status = 'retired'
+UNION ALL
 SELECT 'unkeyed', s.source_id, s.url, NULL, NULL, NULL
   FROM sources s WHERE s.case_id = $1 AND s.url_key IS NULL AND s.status = 'active' AND cardinality($4::text[]) > 0
 """
@@ -59,6 +63,8 @@ async def load(connection: Any, case_id: str, items: Sequence[Any], relations: b
             facts.supports.append((a, b))
         elif part == "url":
             facts.urls.setdefault(b, []).append(a)
+        elif part == "retired":
+            facts.retired_urls.setdefault(b, []).append((a, int(c)))
         elif (key := normalise_url(b)) in urls:  # a source without a key yet ("unkeyed")
             facts.urls.setdefault(key, []).append(a)
     facts.claims = {claim_id: ClaimFact(claim_id, kind, confidence, tuple(cites.get(claim_id, [])))

@@ -43,6 +43,8 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "every basis of the verdict draws on sources of one origin, so they are not independent"),
     Check("source-url-restaged", WARNING,
           "a source staged again under a new id with the URL of a canonical source"),
+    Check("source-url-retired", WARNING,
+          "a source staged with the URL of a source a reviewer retired (inspect_sources gives the reviewer's note)"),
     Check("contradicted-as-support", WARNING,
           "a claim rated contradicted is offered as support for another"),
     Check("snapshot-before-publication", WARNING,
@@ -89,6 +91,7 @@ class CheckFacts:
     claims: dict[str, ClaimFact] = field(default_factory=dict)  # active claims the items name, with their sources
     supports: list[tuple[str, str]] = field(default_factory=list)  # the case's active supports edges
     urls: dict[str, list[str]] = field(default_factory=dict)  # normalise_url -> active sources with it
+    retired_urls: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # -> (retired source, revision)
     today: date | None = None  # the day the checks run (a prediction's year may have passed by then)
 
 
@@ -229,6 +232,9 @@ def _source(item: SourceItem, facts: CheckFacts) -> list[tuple[str, str]]:
     same = [s for s in facts.urls.get(normalise_url(item.url), []) if s != item.id]
     if same:
         found.append(("source-url-restaged", f"canonical source {same[0]} has this URL; cite it instead"))
+    if retired := [(s, revision) for s, revision in facts.retired_urls.get(normalise_url(item.url), []) if s != item.id]:
+        found.append(("source-url-retired", f"source {retired[0][0]} with this URL was retired at revision "
+                                            f"{retired[0][1]}; inspect_sources {retired[0][0]} gives the reviewer's note"))
     if item.publication_date[:4].isdigit() and item.snapshot_date < item.publication_date:
         found.append(("snapshot-before-publication",
                       f"snapshot {item.snapshot_date} precedes publication {item.publication_date}"))

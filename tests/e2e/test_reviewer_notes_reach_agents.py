@@ -78,6 +78,12 @@ async def test_a_retired_sources_note_reaches_the_agent_that_staged_it_first_in_
         assert raw["records"][0]["retirement"]["note"].startswith("<<<BEGIN UNTRUSTED TEXT nonce=")
         assert raw["untrusted"]["nonce"] in raw["records"][0]["retirement"]["note"]
 
+        # Staging the retired source's URL again under a new id is flagged, pointing to the note.
+        again = await agent.stage("stage_sources", sources=[source_item(
+            "press-release-2", type="reporting", url="https://example.org/press-release")])
+        assert [(c["itemId"], c["check"]) for c in again["reviewChecks"]] == [("press-release-2", "source-url-retired")]
+        assert "source press-release with this URL was retired" in again["reviewChecks"][0]["message"]
+
         # Another agent on the case reaches the same note: past the pages a cursor reaches, in the older notes'
         # summary, which names the record and the call that reads its note.
         token = await stack.issue_token("agent", unique("bystander"), case_id=agent.case_id)

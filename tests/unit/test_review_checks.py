@@ -111,6 +111,15 @@ def test_source_staged_again_under_a_new_id_with_a_canonical_url():
     assert checks([SourceItem.model_validate(source_item("grid-2023", url=PRIMARY.url))], found) == set()
 
 
+def test_source_staged_with_the_url_of_a_retired_source_points_to_the_reviewers_note():
+    again = SourceItem.model_validate(source_item("grid-again", url="https://www.grid.example/2023/"))
+    found = CheckFacts(retired_urls={normalise_url(PRIMARY.url): [("grid-2023", 7)]})
+    flags = evaluate([again], found)
+    assert [(f.check, f.message) for f in flags] == [("source-url-retired", "source grid-2023 with this URL was retired "
+                                                      "at revision 7; inspect_sources grid-2023 gives the reviewer's note")]
+    assert checks([SourceItem.model_validate(source_item("other", url="https://grid.example/2024"))], found) == set()
+
+
 def test_contradicted_claim_offered_as_support():
     found = facts(claims=(ClaimFact("weak", "observation", "contradicted"), ClaimFact("fine", "observation",
                                                                                        "supported")))
