@@ -4,6 +4,7 @@ previous release wrote without a URL key and keeps the retirements it logged wit
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 
 from alembic import command
@@ -70,40 +71,10 @@ async def fill_url_keys(engine: AsyncEngine) -> int:
         keyed += len(rows)
 
 
-# The retirements the change log has and `retirements` does not: those a previous release made (during a rollout or
-# after a rollback), as migration 0025 backfilled them (a revision no decision made whose `retired` entries name a
-# source or a claim; the relations and groups after them ended with them; who staged each read from the ledger).
-FILL_RETIREMENTS = """
-INSERT INTO retirements (case_id, revision, reviewer, note, records, ended, staged_by, at)
-SELECT l.case_id, l.revision, l.actor,
-       coalesce((SELECT e.value->>'note' FROM jsonb_array_elements(l.changes->'retired') e
-                 WHERE e.value->>'record' IN ('source', 'claim') LIMIT 1), ''),
-       (SELECT jsonb_agg(jsonb_build_object('record', e.value->>'record', 'id', e.value->>'id',
-                                            'stagedBy', coalesce(s.staged_by, c.staged_by)) ORDER BY e.n)
-        FROM jsonb_array_elements(l.changes->'retired') WITH ORDINALITY e(value, n)
-        LEFT JOIN sources s ON e.value->>'record' = 'source' AND s.case_id = l.case_id AND s.source_id = e.value->>'id'
-        LEFT JOIN claims c ON e.value->>'record' = 'claim' AND c.case_id = l.case_id AND c.claim_id = e.value->>'id'
-        WHERE e.value->>'record' IN ('source', 'claim')),
-       (SELECT coalesce(jsonb_agg(jsonb_build_object('record', e.value->>'record', 'id', e.value->>'id') ORDER BY e.n),
-                        '[]'::jsonb)
-        FROM jsonb_array_elements(l.changes->'retired') WITH ORDINALITY e(value, n)
-        WHERE e.value->>'record' NOT IN ('source', 'claim')),
-       (SELECT coalesce(array_agg(DISTINCT coalesce(s.staged_by, c.staged_by))
-                            FILTER (WHERE coalesce(s.staged_by, c.staged_by) IS NOT NULL), '{}')
-        FROM jsonb_array_elements(l.changes->'retired') e
-        LEFT JOIN sources s ON e.value->>'record' = 'source' AND s.case_id = l.case_id AND s.source_id = e.value->>'id'
-        LEFT JOIN claims c ON e.value->>'record' = 'claim' AND c.case_id = l.case_id AND c.claim_id = e.value->>'id'),
-       l.at
-FROM change_log l
-WHERE l.decision_id IS NULL AND jsonb_typeof(l.changes->'retired') = 'array'
-  AND NOT EXISTS (SELECT 1 FROM retirements t WHERE t.case_id = l.case_id AND t.revision = l.revision)
-  AND EXISTS (SELECT 1 FROM jsonb_array_elements(l.changes->'retired') e WHERE e.value->>'record' IN ('source', 'claim'))
-ON CONFLICT DO NOTHING
-"""
-
-
 async def fill_retirements(engine: AsyncEngine) -> int:
     """Keep the retirements a previous release logged without a `retirements` row (during a rollout or after a
-    rollback), so their notes reach agents; how many (none: a no-op). One pass over the change log, at migrate only."""
+    rollback), so their notes reach agents; how many (none: a no-op). One pass over the change log, at migrate only:
+    migration 0025's own backfill, whose ON CONFLICT keeps the rows there are."""
+    backfill = import_module("shared.db.migrations.versions.0025_retirements").BACKFILL
     async with engine.begin() as connection:
-        return (await connection.execute(text(FILL_RETIREMENTS))).rowcount
+        return (await connection.execute(text(backfill))).rowcount

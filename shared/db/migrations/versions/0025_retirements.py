@@ -6,7 +6,7 @@ Backfilled from the change log: a revision no decision made whose `retired` entr
 retirement (a superseded verdict's links are retired by a decision); the records named are its sources and claims,
 the relations and groups after them the links that ended with them. Who staged each record is read from the ledger.
 A previous release still running during a rollout retires without the row; `threadline migrate` adds those
-(shared/db/migrate.py, `fill_retirements`, the same rule; idempotent).
+(shared/db/migrate.py, `fill_retirements`, which runs this backfill again; idempotent).
 """
 
 import sqlalchemy as sa
