@@ -55,11 +55,7 @@ class SqlResolutions:
 
 
 def _day(raw: str, today: date) -> date:
-    try:
-        day = date.fromisoformat(raw)
-    except ValueError:
-        raise InvalidArgument(f"resolvedOn {raw!r} is not a calendar day", field="resolvedOn",
-                              hint="write the day it resolved as YYYY-MM-DD") from None
+    day = date.fromisoformat(raw)  # a calendar day: the contract's Day checked it with the request's other fields
     if day > today:
         raise InvalidArgument(f"resolvedOn {raw} is in the future (today is {today.isoformat()})", field="resolvedOn",
                               hint="a prediction resolves on a day that has come: resolve it on or after that day")
